@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Create Kirin's Python environments from scratch (idempotent).
+#   .venv          backend + command line + tests: bpy 4.5 LTS, numpy 1.26, scipy, pytest, ruff, kirin
+#   .venv-bpy50    the Blender-side tests again on bpy 5.0
+# bpy wheels pin numpy<2 and need Python 3.11; one bpy per environment.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${KIRIN_PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+
+install_system_libs() {
+  # Libraries the bpy wheel links against (headless rendering included).
+  local missing=0
+  for lib in libX11.so.6 libXrender.so.1 libXfixes.so.3 libXi.so.6 libxkbcommon.so.0 libSM.so.6 libEGL.so.1; do
+    ldconfig -p | grep -q "$lib" || missing=1
+  done
+  if [ "$missing" = 1 ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libx11-6 libxrender1 libxfixes3 libxi6 \
+      libxkbcommon0 libsm6 libegl1 libgl1 libxxf86vm1 >/dev/null
+  fi
+}
+
+make_venv() {  # make_venv DIR BPY_VERSION
+  local dir=$1 bpy=$2
+  if [ ! -x "$dir/bin/python" ]; then
+    "$PY" -m venv "$dir"
+  fi
+  "$dir/bin/python" -m pip install -q --upgrade pip >/dev/null
+  "$dir/bin/python" -m pip install -q "bpy==$bpy" "numpy==1.26.4" "scipy>=1.11,<1.15" \
+    "pytest>=8" "ruff>=0.6"
+  "$dir/bin/python" -m pip install -q --no-deps -e .
+}
+
+install_system_libs
+make_venv .venv 4.5.4
+if [ "${KIRIN_SKIP_BPY50:-0}" != 1 ]; then
+  make_venv .venv-bpy50 5.0.1
+fi
+echo "environments ready: .venv (bpy 4.5.4)${KIRIN_SKIP_BPY50:+}, .venv-bpy50 (bpy 5.0.1)"
