@@ -186,7 +186,7 @@ def euler_to_matrix(angles: np.ndarray, order: str = "XYZ") -> np.ndarray:
     """Blender convention: order 'XYZ' applies X first, i.e. M = Rz @ Ry @ Rx."""
     angles = np.asarray(angles, dtype=np.float64)
     m = np.broadcast_to(np.eye(3), (*angles.shape[:-1], 3, 3))
-    for i, axis in enumerate(order):
+    for axis in order:
         m = _axis_matrix(axis, angles[..., "XYZ".index(axis)]) @ m
     return m
 

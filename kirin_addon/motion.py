@@ -1,0 +1,154 @@
+"""The motion model and its rig-independent world-delta form (DESIGN.md, Core data).
+
+`Motion.rotations[t, j]` is joint j's local rotation relative to its rest pose — exactly
+Blender's `pose_bone.matrix_basis` rotation. `Motion.root_positions[t]` is the armature-space
+head position of the rig's main root; other roots move by the same offset from rest.
+
+Forward kinematics: P_j = P_parent · restlocal_j · basis_j.
+World deltas: D_j = R_world_j · R_rest_j⁻¹. The inverse-bind correction turns deltas back into
+a basis for any rig: basis_j = restlocal_j⁻¹ · P_parent⁻¹ · P_j.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .rig import Rig
+from .rotations import (
+    matrix_to_quat,
+    quat_conjugate,
+    quat_continuity,
+    quat_identity,
+    quat_multiply,
+    quat_normalize,
+    quat_slerp,
+    quat_to_matrix,
+)
+
+
+class MotionError(ValueError):
+    """A motion that does not fit its rig; the message is user-facing."""
+
+
+@dataclass
+class Motion:
+    fps: float
+    root_positions: np.ndarray  # (T,3) armature space
+    rotations: np.ndarray  # (T,J,4) local basis quaternions (w,x,y,z)
+
+    def __post_init__(self) -> None:
+        self.root_positions = np.asarray(self.root_positions, dtype=np.float64)
+        self.rotations = quat_normalize(self.rotations)
+        if self.rotations.ndim != 3 or self.rotations.shape[-1] != 4:
+            raise MotionError(f"rotations must be (frames, joints, 4), got {self.rotations.shape}")
+        if self.root_positions.shape != (self.rotations.shape[0], 3):
+            raise MotionError("root_positions must be (frames, 3) with one row per frame")
+        if not self.fps > 0:
+            raise MotionError("fps must be positive")
+
+    @property
+    def frame_count(self) -> int:
+        return self.rotations.shape[0]
+
+    @property
+    def joint_count(self) -> int:
+        return self.rotations.shape[1]
+
+    @property
+    def duration(self) -> float:
+        return (self.frame_count - 1) / self.fps
+
+    @classmethod
+    def rest(cls, rig: Rig, frames: int = 1, fps: float = 30.0) -> Motion:
+        root = np.repeat(rig.heads[rig.main_root][None], frames, axis=0)
+        return cls(fps, root, quat_identity((frames, rig.joint_count)))
+
+    def check_rig(self, rig: Rig) -> None:
+        if self.joint_count != rig.joint_count:
+            raise MotionError(f"The motion has {self.joint_count} joints but the rig has {rig.joint_count}.")
+
+    def continuous(self) -> Motion:
+        """Same motion with quaternion signs made continuous over time (clean F-curves)."""
+        return Motion(self.fps, self.root_positions.copy(), quat_continuity(self.rotations, axis=0))
+
+    def resampled(self, fps: float) -> Motion:
+        """Resample to a new frame rate (slerp for rotations, linear for the root)."""
+        if abs(fps - self.fps) < 1e-9 or self.frame_count < 2:
+            return Motion(fps, self.root_positions.copy(), self.rotations.copy())
+        times = np.arange(0.0, self.duration + 1e-9, 1.0 / fps) * self.fps
+        lo = np.minimum(np.floor(times).astype(np.int64), self.frame_count - 2)
+        frac = times - lo
+        weights = np.repeat(frac[:, None], self.joint_count, 1)
+        rot = quat_slerp(self.rotations[lo], self.rotations[lo + 1], weights)
+        root = self.root_positions[lo] * (1 - frac[:, None]) + self.root_positions[lo + 1] * frac[:, None]
+        return Motion(fps, root, rot)
+
+    def sliced(self, start: int, stop: int) -> Motion:
+        return Motion(self.fps, self.root_positions[start:stop].copy(), self.rotations[start:stop].copy())
+
+
+def forward_kinematics(rig: Rig, motion: Motion) -> np.ndarray:
+    """(T,J,4,4) armature-space pose matrices."""
+    motion.check_rig(rig)
+    frames = motion.frame_count
+    basis = np.zeros((frames, rig.joint_count, 4, 4))
+    basis[..., :3, :3] = quat_to_matrix(motion.rotations)
+    basis[..., 3, 3] = 1.0
+    pose = np.empty_like(basis)
+    local = rig.rest_local
+    for level in rig.levels:
+        parents = rig.parents[level]
+        is_root = parents < 0
+        child = level[~is_root]
+        if child.size:
+            pose[:, child] = pose[:, parents[~is_root]] @ local[child] @ basis[:, child]
+        roots = level[is_root]
+        if roots.size:
+            root_pose = rig.rest[roots] @ basis[:, roots]
+            offset = motion.root_positions - rig.heads[rig.main_root]
+            root_pose[..., :3, 3] = rig.heads[roots][None] + offset[:, None]
+            pose[:, roots] = root_pose
+    return pose
+
+
+def joint_positions(rig: Rig, motion: Motion) -> np.ndarray:
+    return forward_kinematics(rig, motion)[..., :3, 3]
+
+
+def root_basis_location(rig: Rig, motion: Motion) -> np.ndarray:
+    """(T,R,3) Blender pose-bone `location` of each root, in the bone's own rest frame."""
+    roots = rig.roots
+    offset = motion.root_positions - rig.heads[rig.main_root]
+    rest_rot = rig.rest[roots, :3, :3]  # (R,3,3)
+    return np.einsum("rji,tj->tri", rest_rot, offset)
+
+
+def world_deltas(rig: Rig, motion: Motion) -> np.ndarray:
+    """(T,J,4) D_j = R_world_j · R_rest_j⁻¹, independent of bone roll and axis conventions."""
+    pose = forward_kinematics(rig, motion)
+    deltas = pose[..., :3, :3] @ np.swapaxes(rig.rest_rotations, -1, -2)[None]
+    return quat_continuity(matrix_to_quat(deltas), axis=0)
+
+
+def motion_from_world_deltas(rig: Rig, deltas: np.ndarray, root_positions: np.ndarray, fps: float) -> Motion:
+    """Inverse-bind correction: local basis rotations that reproduce the given world deltas."""
+    deltas = np.asarray(deltas, dtype=np.float64)
+    if deltas.shape[1] != rig.joint_count:
+        raise MotionError(f"World deltas have {deltas.shape[1]} joints but the rig has {rig.joint_count}.")
+    world = quat_to_matrix(deltas) @ rig.rest_rotations[None]
+    parent_world = np.empty_like(world)
+    has_parent = rig.parents >= 0
+    parent_world[:, has_parent] = world[:, rig.parents[has_parent]]
+    parent_world[:, ~has_parent] = np.eye(3)
+    local_rest_t = np.swapaxes(rig.rest_local[:, :3, :3], -1, -2)
+    basis = local_rest_t[None] @ np.swapaxes(parent_world, -1, -2) @ world
+    rotations = quat_continuity(matrix_to_quat(basis), axis=0)
+    return Motion(fps, np.asarray(root_positions, dtype=np.float64), rotations)
+
+
+def transform_world_deltas(deltas: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+    """Express world deltas in a rotated frame: D' = R · D · Rᵀ."""
+    q = matrix_to_quat(rotation)
+    return quat_multiply(quat_multiply(q, deltas), quat_conjugate(q))
