@@ -13,7 +13,14 @@ from functools import cached_property
 
 import numpy as np
 
-from .rotations import invert_rigid
+from .rotations import (
+    compose,
+    invert_rigid,
+    quat_from_axis_angle,
+    quat_multiply,
+    quat_to_matrix,
+    rotation_between,
+)
 
 MAX_JOINTS = 256
 
@@ -296,3 +303,31 @@ class Rig:
             "end_effectors": int(self.end_effectors.size),
             "body_size": self.body_size,
         }
+
+
+def bone_frame(head: np.ndarray, tail: np.ndarray, roll: np.ndarray | float = 0.0) -> np.ndarray:
+    """(…,3,3) bone axes with Y along head→tail, like Blender's edit bones (roll about Y)."""
+    direction = np.asarray(tail, dtype=np.float64) - np.asarray(head, dtype=np.float64)
+    align = rotation_between(np.broadcast_to([0.0, 1.0, 0.0], direction.shape), direction)
+    twist = quat_from_axis_angle(np.broadcast_to([0.0, 1.0, 0.0], direction.shape), np.asarray(roll))
+    return quat_to_matrix(quat_multiply(align, twist))
+
+
+def rig_from_bones(
+    names: list[str],
+    parents: list[int] | np.ndarray,
+    heads: np.ndarray,
+    tails: np.ndarray,
+    rolls: np.ndarray | float = 0.0,
+    deform: np.ndarray | None = None,
+) -> Rig:
+    """Build a Rig from edit-bone style heads, tails and rolls."""
+    heads = np.asarray(heads, dtype=np.float64)
+    tails = np.asarray(tails, dtype=np.float64)
+    rolls = np.broadcast_to(np.asarray(rolls, dtype=np.float64), (len(names),))
+    rest = compose(bone_frame(heads, tails, rolls), heads)
+    parents = np.asarray(parents, dtype=np.int64)
+    has_parent = parents >= 0
+    gap = np.linalg.norm(tails[np.maximum(parents, 0)] - heads, axis=-1)
+    connected = has_parent & (gap < 1e-9)
+    return Rig(list(names), parents, rest, tails, deform, connected)

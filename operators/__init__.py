@@ -1,1 +1,21 @@
-"""placeholder"""
+"""Thin operators: read the scene, call the engine, write the result (through scene_io)."""
+
+from __future__ import annotations
+
+import bpy
+
+from . import motion_file, nla, pending, properties
+
+CLASSES = (*motion_file.CLASSES, *nla.CLASSES, *pending.CLASSES)
+
+
+def register() -> None:
+    properties.register()
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+
+
+def unregister() -> None:
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)
+    properties.unregister()

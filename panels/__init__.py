@@ -1,1 +1,150 @@
-"""placeholder"""
+"""The N-panel (View3D > Sidebar > Kirin) and the add-on preferences. Draw code only."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import StringProperty
+
+ADDON_ID = __package__.rpartition(".")[0]  # "bl_ext.<repo>.kirin" when installed as an extension
+
+
+class KirinPreferences(bpy.types.AddonPreferences):
+    bl_idname = ADDON_ID
+
+    backend_python: StringProperty(
+        name="Backend Python", subtype="FILE_PATH",
+        description="Python executable of Kirin's backend environment (.venv/bin/python of a checkout)",
+    )
+    backend_url: StringProperty(
+        name="Backend URL", description="URL of an already running backend (e.g. a GPU machine); "
+        "empty starts a local one",
+    )
+
+    def draw(self, context):
+        layout = self.layout
+        layout.prop(self, "backend_python")
+        layout.prop(self, "backend_url")
+
+
+class KIRIN_UL_joint_map(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        row = layout.row(align=True)
+        row.label(text=item.name, icon="BONE_DATA")
+        row.prop(item, "source", text="", emboss=True)
+
+
+class _KirinPanel:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Kirin"
+
+
+class KIRIN_PT_main(_KirinPanel, bpy.types.Panel):
+    bl_label = "Kirin"
+
+    def draw(self, context):
+        obj = context.active_object
+        layout = self.layout
+        if obj is None or obj.type not in {"ARMATURE", "MESH"}:
+            layout.label(text="Select an armature and its mesh", icon="INFO")
+        else:
+            layout.label(text=obj.name, icon="ARMATURE_DATA" if obj.type == "ARMATURE" else "MESH_DATA")
+        if obj is not None and obj.type == "ARMATURE":
+            row = layout.row(align=True)
+            row.prop(obj.kirin, "up_axis")
+            row.prop(obj.kirin, "forward_axis")
+
+
+class KIRIN_PT_generate(_KirinPanel, bpy.types.Panel):
+    bl_label = "Generate Motion"
+    bl_parent_id = "KIRIN_PT_main"
+
+    def draw(self, context):
+        settings = context.scene.kirin
+        layout = self.layout
+        layout.prop(settings, "prompt", text="")
+        layout.prop(settings, "reference_image")
+        layout.prop(settings, "driving_video")
+        grid = layout.grid_flow(columns=2, align=True)
+        for name in ("frames", "fps", "seed", "variants"):
+            grid.prop(settings, name)
+        layout.prop(settings, "guidance", slider=True)
+        layout.operator("kirin.generate_motion", icon="PLAY")
+        layout.operator("kirin.motion_from_video", icon="FILE_MOVIE")
+
+
+class KIRIN_PT_motion_file(_KirinPanel, bpy.types.Panel):
+    bl_label = "Motion From File"
+    bl_parent_id = "KIRIN_PT_main"
+
+    def draw(self, context):
+        settings = context.scene.kirin
+        layout = self.layout
+        layout.prop(settings, "motion_file", text="")
+        layout.prop(settings, "clip")
+        row = layout.row(align=True)
+        row.prop(settings, "match_scene_fps")
+        row.prop(settings, "align_rest")
+        obj = context.active_object
+        if obj is not None and obj.type == "ARMATURE":
+            row = layout.row(align=True)
+            row.operator("kirin.map_joints", icon="LINKED")
+            row.operator("kirin.clear_joint_map", text="", icon="X")
+            if len(obj.kirin.joint_map):
+                layout.template_list("KIRIN_UL_joint_map", "", obj.kirin, "joint_map", obj.kirin,
+                                     "joint_map_index", rows=4)
+        layout.operator("kirin.apply_motion_file", icon="IMPORT")
+
+
+class KIRIN_PT_pose_space(_KirinPanel, bpy.types.Panel):
+    bl_label = "Pose Space"
+    bl_parent_id = "KIRIN_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        row = self.layout.row(align=True)
+        row.operator("kirin.sample_pose", icon="POSE_HLT")
+        row.operator("kirin.project_pose", icon="CON_KINEMATIC")
+
+
+class KIRIN_PT_binding(_KirinPanel, bpy.types.Panel):
+    bl_label = "Mesh Binding"
+    bl_parent_id = "KIRIN_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        self.layout.operator("kirin.bind_mesh", icon="MOD_ARMATURE")
+
+
+class KIRIN_PT_nla(_KirinPanel, bpy.types.Panel):
+    bl_label = "Takes (NLA)"
+    bl_parent_id = "KIRIN_PT_main"
+
+    def draw(self, context):
+        layout = self.layout
+        obj = context.active_object
+        row = layout.row(align=True)
+        row.prop(context.scene.kirin, "nla_track", text="")
+        row.operator("kirin.bake_to_nla", icon="NLA_PUSHDOWN")
+        anim = obj.animation_data if obj is not None else None
+        if anim is None:
+            return
+        for track in anim.nla_tracks:
+            row = layout.row(align=True)
+            row.prop(track, "mute", text="", icon="HIDE_ON" if track.mute else "HIDE_OFF", emboss=False)
+            row.label(text=track.name)
+            row.operator("kirin.solo_take", text="", icon="SOLO_ON").track_name = track.name
+
+
+CLASSES = (KirinPreferences, KIRIN_UL_joint_map, KIRIN_PT_main, KIRIN_PT_generate, KIRIN_PT_motion_file,
+           KIRIN_PT_pose_space, KIRIN_PT_binding, KIRIN_PT_nla)
+
+
+def register() -> None:
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+
+
+def unregister() -> None:
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,67 @@
+"""The `kirin` command line. Blender-side jobs run headless through the extension's own operators."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+_PACKAGE = __package__.rpartition(".")[0]  # the extension package ("kirin" when pip-installed)
+
+
+def _headless():
+    # Imported lazily: only these commands need Blender (the bpy module) in the environment.
+    return importlib.import_module(f"{_PACKAGE}.operators.headless")
+
+
+def _cmd_retarget(args: argparse.Namespace) -> int:
+    summary = _headless().run_retarget(args.source, args.target, args.out, preview=args.preview,
+                                       report=args.json, clip=args.clip)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from .canonical import detect_canonical_frame
+    from .io_files import load_motion_file
+
+    rig, motion, name = load_motion_file(args.file, args.clip)
+    frame = detect_canonical_frame(rig)
+    print(json.dumps({
+        "clip": name, "frames": motion.frame_count, "fps": motion.fps, **rig.summary(),
+        "up_axis": frame.up_axis, "forward_axis": frame.forward_axis,
+        "mirror_pairs": len(rig.mirror_pairs), "joints": rig.names,
+    }, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kirin", description="Kirin: animate any rigged creature.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ret = sub.add_parser("retarget", help="retarget a motion file onto a character; write a .blend")
+    ret.add_argument("--source", help="BVH, glTF/GLB or Kirin .npz motion (default: a built-in walk)")
+    ret.add_argument("--clip", help="animation name inside a glTF source")
+    ret.add_argument("--target", help="character file: .glb/.gltf/.fbx/.bvh/.blend (default: built-in)")
+    ret.add_argument("--out", required=True, help="the .blend to write")
+    ret.add_argument("--preview", help="render a Cycles CPU preview (.mp4, or a PNG path prefix)")
+    ret.add_argument("--json", help="write a JSON report (frames, bones, timings)")
+    ret.set_defaults(func=_cmd_retarget)
+    info = sub.add_parser("info", help="describe a motion file: joints, frames, detected axes")
+    info.add_argument("file")
+    info.add_argument("--clip")
+    info.set_defaults(func=_cmd_info)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        print(f"kirin: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""Headless jobs for the `kirin` command line, run through the same operators a user clicks.
+
+Blender runs in-process (the `bpy` module). The extension is enabled the way a user enables it
+(as an extension repository), so the command line exercises registration, properties and
+operators exactly as the N-panel does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import addon_utils
+import bpy
+import numpy as np
+
+from ..kirin_addon.clip import save_clip
+from ..kirin_addon.procedural import default_retarget_pair
+from . import scene_io
+
+REPO_NAME = "kirin_dev"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
+
+
+def enable_extension(root: Path = ROOT) -> str:
+    """Register `root` as a local extension repository and enable Kirin from it; returns the module."""
+    parent = Path(tempfile.mkdtemp(prefix="kirin-ext-"))
+    (parent / "kirin").symlink_to(root, target_is_directory=True)
+    repos = bpy.context.preferences.extensions.repos
+    repos.new(name=REPO_NAME, module=REPO_NAME, custom_directory=str(parent), source="USER")
+    module = f"bl_ext.{REPO_NAME}.kirin"
+    addon_utils.enable(module, default_set=True, handle_error=_raise)
+    return module
+
+
+def disable_extension(module: str) -> None:
+    addon_utils.disable(module, default_set=True, handle_error=_raise)
+
+
+def import_rig_file(path: str) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
+    """Import a character file (glTF/GLB, FBX, BVH, .blend); returns its armature and skinned meshes."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No such file: {path}")
+    before = set(bpy.data.objects)
+    ext = Path(path).suffix.lower()
+    if ext in {".glb", ".gltf"}:
+        bpy.ops.import_scene.gltf(filepath=path)
+    elif ext == ".fbx":
+        bpy.ops.import_scene.fbx(filepath=path)
+    elif ext == ".bvh":
+        bpy.ops.import_anim.bvh(filepath=path)
+    elif ext == ".blend":
+        with bpy.data.libraries.load(path) as (src, dst):
+            dst.objects = list(src.objects)
+        for obj in dst.objects:
+            if obj is not None:
+                bpy.context.scene.collection.objects.link(obj)
+    else:
+        raise ValueError(f"Unsupported character file '{ext}' (use .glb, .gltf, .fbx, .bvh or .blend)")
+    new = [o for o in bpy.data.objects if o not in before]
+    armatures = [o for o in new if o.type == "ARMATURE"]
+    if not armatures:
+        raise ValueError(f"'{path}' contains no armature.")
+    arm = max(armatures, key=lambda o: len(o.data.bones))
+    meshes = [o for o in new if o.type == "MESH" and o.find_armature() == arm]
+    return arm, meshes
+
+
+def activate(obj: bpy.types.Object) -> None:
+    for other in bpy.context.view_layer.objects:
+        other.select_set(False)
+    obj.select_set(True)
+    bpy.context.view_layer.objects.active = obj
+
+
+def _motion_bounds(arm: bpy.types.Object, rig, frames: range) -> tuple[np.ndarray, np.ndarray]:
+    scene = bpy.context.scene
+    points = []
+    world = scene_io.object_matrix(arm)
+    for frame in frames:
+        scene.frame_set(frame)
+        heads = scene_io.evaluated_pose(arm, rig)[:, :3, 3]
+        points.append(heads @ world[:3, :3].T + world[:3, 3])
+    allp = np.concatenate(points)
+    return allp.min(0), allp.max(0)
+
+
+def setup_preview(arm: bpy.types.Object, rig, path: str, resolution: tuple[int, int] = (480, 270)) -> None:
+    """Camera beside the motion path, a sun and a floor; Cycles CPU writing an MP4 (or PNGs)."""
+    scene = bpy.context.scene
+    lo, hi = _motion_bounds(arm, rig, range(scene.frame_start, scene.frame_end + 1, 8))
+    centre = (lo + hi) / 2
+    extent = float(np.max(hi - lo))
+    cam_data = bpy.data.cameras.new("Kirin Preview")
+    cam_data.lens = 35
+    camera = bpy.data.objects.new("Kirin Preview", cam_data)
+    scene.collection.objects.link(camera)
+    direction = np.array([1.0, -0.35, 0.25])
+    direction /= np.linalg.norm(direction)
+    camera.location = centre + direction * extent * 1.6
+    forward = centre - np.array(camera.location)
+    camera.rotation_euler = _look_rotation(forward)
+    scene.camera = camera
+    sun_data = bpy.data.lights.new("Kirin Sun", "SUN")
+    sun_data.energy = 3.0
+    sun = bpy.data.objects.new("Kirin Sun", sun_data)
+    sun.rotation_euler = (0.7, 0.2, 0.6)
+    scene.collection.objects.link(sun)
+    floor_mesh = bpy.data.meshes.new("Kirin Floor")
+    size = extent * 3
+    floor_mesh.from_pydata([(-size, -size, 0), (size, -size, 0), (size, size, 0), (-size, size, 0)], [],
+                           [(0, 1, 2, 3)])
+    floor = bpy.data.objects.new("Kirin Floor", floor_mesh)
+    floor.location = (centre[0], centre[1], lo[2])
+    scene.collection.objects.link(floor)
+    world = bpy.data.worlds.new("Kirin World")
+    world.color = (0.05, 0.05, 0.06)
+    scene.world = world
+
+    scene.render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
+    scene.cycles.samples = 8
+    scene.cycles.use_denoising = False
+    scene.render.resolution_x, scene.render.resolution_y = resolution
+    scene.render.resolution_percentage = 100
+    scene.render.filepath = path
+    if path.lower().endswith((".mp4", ".mkv", ".avi")):
+        settings = scene.render.image_settings
+        if hasattr(settings, "media_type"):  # 5.0 split images and movies
+            settings.media_type = "VIDEO"
+        settings.file_format = "FFMPEG"
+        scene.render.ffmpeg.format = "MPEG4"
+        scene.render.ffmpeg.codec = "H264"
+        scene.render.ffmpeg.constant_rate_factor = "MEDIUM"
+    else:
+        scene.render.image_settings.file_format = "PNG"
+
+
+def _look_rotation(forward: np.ndarray) -> tuple[float, float, float]:
+    """Euler XYZ turning a camera (looking down −Z, up +Y) to look along `forward` with +Z up."""
+    from mathutils import Vector
+
+    return tuple(Vector(forward).to_track_quat("-Z", "Y").to_euler())
+
+
+def run_retarget(source: str | None, target: str | None, out: str, preview: str | None = None,
+                 report: str | None = None, clip: str | None = None, preview_step: int = 2) -> dict:
+    """Retarget `source` onto `target` (or the built-in default pair) and save a .blend (+ preview)."""
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    module = enable_extension()
+    timings["start_blender"] = time.perf_counter() - t0
+    try:
+        t = time.perf_counter()
+        if target:
+            arm, meshes = import_rig_file(os.path.abspath(target))
+        else:
+            _, _, target_rig, mesh = default_retarget_pair()
+            arm = scene_io.create_armature(target_rig, "Kirin Character")
+            meshes = [scene_io.create_skinned_mesh(mesh, arm, target_rig, "Kirin Character Body")]
+        if source:
+            source_path = os.path.abspath(source)
+        else:
+            source_rig, motion, _, _ = default_retarget_pair()
+            source_path = os.path.join(tempfile.mkdtemp(prefix="kirin-"), "kirin_walk.npz")
+            save_clip(source_path, source_rig, motion, captions=["a person walking forward"],
+                      metadata={"name": "Kirin walk"})
+        timings["load_target"] = time.perf_counter() - t
+
+        activate(arm)
+        t = time.perf_counter()
+        result = bpy.ops.kirin.apply_motion_file(filepath=source_path, clip=clip or "")
+        timings["retarget_and_write_action"] = time.perf_counter() - t
+        if result != {"FINISHED"}:
+            raise RuntimeError("Applying the motion failed; Blender printed the reason above.")
+        rig = scene_io.read_rig(arm)
+        action = arm.animation_data.action
+        scene = bpy.context.scene
+        if preview:
+            setup_preview(arm, rig, os.path.abspath(preview))
+        os.makedirs(os.path.dirname(os.path.abspath(out)) or ".", exist_ok=True)
+        t = time.perf_counter()
+        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out))
+        timings["save_blend"] = time.perf_counter() - t
+        if preview:
+            t = time.perf_counter()
+            os.makedirs(os.path.dirname(os.path.abspath(preview)) or ".", exist_ok=True)
+            scene.frame_step = preview_step
+            bpy.ops.render.render(animation=True)
+            timings["render_preview"] = time.perf_counter() - t
+        summary = {
+            "source": source_path,
+            "target": os.path.abspath(target) if target else "built-in character",
+            "armature": arm.name,
+            "action": action.name,
+            "frames": int(scene.frame_end - scene.frame_start + 1),
+            "fps": scene.render.fps / scene.render.fps_base,
+            "bones": rig.joint_count,
+            "mapped_bones": sum(bool(i.source) for i in arm.kirin.joint_map) or None,
+            "meshes": [m.name for m in meshes],
+            "blend": os.path.abspath(out),
+            "preview": os.path.abspath(preview) if preview else None,
+            "timings_s": {k: round(v, 3) for k, v in timings.items()},
+        }
+    finally:
+        disable_extension(module)
+    if report:
+        Path(report).write_text(json.dumps(summary, indent=2))
+    return summary

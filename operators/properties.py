@@ -1,0 +1,75 @@
+"""Kirin's scene and object properties (what the N-panel edits)."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    EnumProperty,
+    FloatProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+
+AXES = [
+    ("AUTO", "Auto", "Detect from the rig"),
+    ("+X", "+X", ""), ("-X", "-X", ""), ("+Y", "+Y", ""), ("-Y", "-Y", ""), ("+Z", "+Z", ""), ("-Z", "-Z", ""),
+]
+
+
+class KirinJointMapItem(bpy.types.PropertyGroup):
+    """One line of a joint map: this armature's bone (name) follows a source joint."""
+
+    source: StringProperty(name="Source joint", description="Joint of the motion file this bone follows; "
+                           "empty keeps the bone at rest")
+
+
+class KirinArmatureSettings(bpy.types.PropertyGroup):
+    joint_map: CollectionProperty(type=KirinJointMapItem)
+    joint_map_index: IntProperty()
+    joint_map_source: StringProperty(
+        name="Mapped from", description="The motion file the joint map was made for", subtype="FILE_PATH"
+    )
+    up_axis: EnumProperty(name="Up", items=AXES, default="AUTO", description="The rig's up axis")
+    forward_axis: EnumProperty(name="Forward", items=AXES, default="AUTO",
+                               description="The direction the creature faces")
+
+
+class KirinSceneSettings(bpy.types.PropertyGroup):
+    prompt: StringProperty(name="Prompt", description="What the creature should do",
+                           default="a wolf trotting forward, then sitting down")
+    reference_image: StringProperty(name="Reference image", subtype="FILE_PATH")
+    driving_video: StringProperty(name="Driving video", subtype="FILE_PATH")
+    frames: IntProperty(name="Frames", default=120, min=8, max=2000)
+    fps: IntProperty(name="FPS", default=30, min=1, max=240)
+    seed: IntProperty(name="Seed", default=0, min=0)
+    variants: IntProperty(name="Variants", default=1, min=1, max=8)
+    guidance: FloatProperty(name="Guidance", default=2.5, min=0.0, max=10.0)
+
+    motion_file: StringProperty(name="Motion file", subtype="FILE_PATH",
+                                description="BVH, glTF/GLB or Kirin .npz clip to apply")
+    clip: StringProperty(name="Clip", description="Animation name inside a glTF file (empty: the first)")
+    match_scene_fps: BoolProperty(name="Match scene FPS", default=True,
+                                  description="Resample the motion to the scene frame rate")
+    align_rest: BoolProperty(name="Align rest poses", default=True,
+                             description="Turn bones onto the source's rest directions (T-pose onto A-pose)")
+    nla_track: StringProperty(name="Track", default="Kirin", description="Name of the NLA track to bake into")
+
+
+CLASSES = (KirinJointMapItem, KirinArmatureSettings, KirinSceneSettings)
+
+
+def register() -> None:
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+    bpy.types.Scene.kirin = PointerProperty(type=KirinSceneSettings)
+    bpy.types.Object.kirin = PointerProperty(type=KirinArmatureSettings)
+
+
+def unregister() -> None:
+    del bpy.types.Object.kirin
+    del bpy.types.Scene.kirin
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,342 @@
+"""The one place that converts between bpy data and engine arrays.
+
+Every bulk read and write goes through `foreach_get` / `foreach_set`. Matrices come out of
+`foreach_get` column-major, hence the transposes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import bpy
+import numpy as np
+
+from ..kirin_addon.motion import Motion, root_basis_location
+from ..kirin_addon.rig import Rig, RigError
+from ..kirin_addon.rotations import (
+    euler_continuity,
+    matrix_to_euler,
+    quat_continuity,
+    quat_normalize,
+    quat_to_axis_angle,
+    quat_to_matrix,
+    matrix_to_quat,
+    euler_to_matrix,
+    quat_from_axis_angle,
+)
+from ..kirin_addon.skinning import SkinnedMesh
+
+_BONE_PATH = re.compile(r'^pose\.bones\["(?P<bone>(?:[^"\\]|\\.)*)"\]\.(?P<prop>\w+)$')
+_LINEAR = 1  # enum index of 'LINEAR' in FCurve keyframe interpolation
+
+
+class SceneError(ValueError):
+    """Bad input from the scene; operators report the message and change nothing."""
+
+
+def _matrices(collection, attribute: str) -> np.ndarray:
+    buf = np.empty(len(collection) * 16, dtype=np.float32)
+    collection.foreach_get(attribute, buf)
+    return np.swapaxes(buf.reshape(-1, 4, 4), -1, -2).astype(np.float64)
+
+
+def _vectors(collection, attribute: str, width: int, dtype=np.float32) -> np.ndarray:
+    buf = np.empty(len(collection) * width, dtype=dtype)
+    collection.foreach_get(attribute, buf)
+    return buf.reshape(-1, width) if width > 1 else buf
+
+
+def object_matrix(obj: bpy.types.Object) -> np.ndarray:
+    return np.array(obj.matrix_world, dtype=np.float64)
+
+
+def check_object_scale(obj: bpy.types.Object, tolerance: float = 1e-4) -> None:
+    """Non-uniform (or negative) object scale shears bones: ask the user to apply it first."""
+    scale = np.array(obj.matrix_world.to_scale(), dtype=np.float64)
+    if np.any(scale <= 0) or np.ptp(scale) > tolerance * np.max(np.abs(scale)):
+        raise SceneError(
+            f"'{obj.name}' has non-uniform or negative scale {tuple(np.round(scale, 4))}: "
+            "apply it first (Object > Apply > Scale)."
+        )
+
+
+def armature_from_context(context) -> bpy.types.Object:
+    obj = context.active_object
+    if obj is not None and obj.type == "MESH":
+        parent = obj.find_armature()
+        if parent is not None:
+            return parent
+    if obj is None or obj.type != "ARMATURE":
+        raise SceneError("Select an armature (or a mesh bound to one) first.")
+    return obj
+
+
+def read_rig(obj: bpy.types.Object) -> Rig:
+    """Armature object → Rig (armature space), validated."""
+    if obj is None or obj.type != "ARMATURE":
+        raise SceneError("Select an armature first.")
+    bones = obj.data.bones
+    if len(bones) == 0:
+        raise SceneError(f"The armature '{obj.name}' has no bones.")
+    names = [b.name for b in bones]
+    index = {n: i for i, n in enumerate(names)}
+    parents = np.array([index[b.parent.name] if b.parent else -1 for b in bones], dtype=np.int64)
+    rest = _matrices(bones, "matrix_local")
+    tails = _vectors(bones, "tail_local", 3).astype(np.float64)
+    deform = _vectors(bones, "use_deform", 1, dtype=bool)
+    connected = _vectors(bones, "use_connect", 1, dtype=bool)
+    rig = Rig(names, parents, rest, tails, deform, connected)
+    try:
+        rig.validate()
+    except RigError as exc:
+        raise SceneError(f"'{obj.name}': {exc}") from exc
+    return rig
+
+
+def read_skinned_mesh(mesh_obj: bpy.types.Object, arm_obj: bpy.types.Object, rig: Rig) -> SkinnedMesh:
+    """Mesh vertices in the armature's space, triangles, and per-vertex (joint, weight) lists."""
+    if mesh_obj is None or mesh_obj.type != "MESH":
+        raise SceneError("Select a mesh object.")
+    mesh = mesh_obj.data
+    count = len(mesh.vertices)
+    if count == 0:
+        raise SceneError(f"The mesh '{mesh_obj.name}' has no vertices.")
+    co = _vectors(mesh.vertices, "co", 3).astype(np.float64)
+    to_armature = np.linalg.inv(object_matrix(arm_obj)) @ object_matrix(mesh_obj)
+    vertices = co @ to_armature[:3, :3].T + to_armature[:3, 3]
+    mesh.calc_loop_triangles()
+    triangles = _vectors(mesh.loop_triangles, "vertices", 3, dtype=np.int32).astype(np.int64)
+
+    # Vertex groups are not exposed to foreach_get; one pass over the vertices is the floor.
+    group_to_joint = np.full(max(len(mesh_obj.vertex_groups), 1), -1, dtype=np.int64)
+    joint_index = {n: i for i, n in enumerate(rig.names)}
+    for group in mesh_obj.vertex_groups:
+        group_to_joint[group.index] = joint_index.get(group.name, -1)
+    per_vertex = [v.groups for v in mesh.vertices]
+    sizes = np.fromiter((len(g) for g in per_vertex), dtype=np.int64, count=count)
+    flat = [(g.group, g.weight) for groups in per_vertex for g in groups]
+    if not flat:
+        raise SceneError(f"The mesh '{mesh_obj.name}' has no vertex weights: bind or paint weights first.")
+    pairs = np.asarray(flat, dtype=np.float64)
+    joints = group_to_joint[pairs[:, 0].astype(np.int64)]
+    weights = np.where(joints >= 0, pairs[:, 1], 0.0)
+    if not np.any(weights > 0):
+        raise SceneError(f"No vertex group of '{mesh_obj.name}' matches a bone of '{arm_obj.name}'.")
+    width = int(max(sizes.max(), 1))
+    rows = np.repeat(np.arange(count), sizes)
+    cols = np.arange(len(flat)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    joint_indices = np.zeros((count, width), dtype=np.int64)
+    joint_weights = np.zeros((count, width))
+    joint_indices[rows, cols] = np.maximum(joints, 0)
+    joint_weights[rows, cols] = weights
+    return SkinnedMesh(vertices, triangles, joint_indices, joint_weights)
+
+
+def evaluated_pose(obj: bpy.types.Object, rig: Rig) -> np.ndarray:
+    """(J,4,4) armature-space pose matrices of the evaluated armature, in rig joint order."""
+    pose_bones = obj.pose.bones
+    matrices = _matrices(pose_bones, "matrix")
+    order = [pose_bones.find(n) for n in rig.names]
+    return matrices[order]
+
+
+def evaluated_mesh_vertices(mesh_obj: bpy.types.Object, arm_obj: bpy.types.Object) -> np.ndarray:
+    """Deformed vertices of the evaluated mesh, in the armature's space."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    evaluated = mesh_obj.evaluated_get(depsgraph)
+    data = evaluated.data
+    co = _vectors(data.vertices, "co", 3).astype(np.float64)
+    to_armature = np.linalg.inv(object_matrix(arm_obj)) @ object_matrix(mesh_obj)
+    return co @ to_armature[:3, :3].T + to_armature[:3, 3]
+
+
+# --------------------------------------------------------------------------- Actions
+def _bone_path(name: str, prop: str) -> str:
+    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'pose.bones["{escaped}"].{prop}'
+
+
+def _channel_values(rotations: np.ndarray, mode: str) -> tuple[str, np.ndarray]:
+    """Per-bone rotation channel name and (T,C) values for the bone's rotation mode."""
+    if mode == "QUATERNION":
+        return "rotation_quaternion", quat_continuity(rotations, axis=0)
+    if mode == "AXIS_ANGLE":
+        axis, angle = quat_to_axis_angle(rotations)
+        return "rotation_axis_angle", np.concatenate([angle[:, None], axis], axis=-1)
+    euler = matrix_to_euler(quat_to_matrix(rotations), mode)
+    return "rotation_euler", euler_continuity(euler, axis=0)
+
+
+def new_action(obj: bpy.types.Object, name: str):
+    """A new slotted Action assigned to obj; the previous one is kept with a fake user."""
+    action = bpy.data.actions.new(name)
+    slot = action.slots.new(id_type="OBJECT", name=obj.name)
+    strip = action.layers.new("Kirin").strips.new(type="KEYFRAME")
+    channelbag = strip.channelbag(slot, ensure=True)
+    anim = obj.animation_data or obj.animation_data_create()
+    if anim.action is not None:
+        anim.action.use_fake_user = True
+    anim.action = action
+    anim.action_slot = slot
+    return action, channelbag
+
+
+def _add_fcurve(channelbag, path: str, index: int, group, frames: np.ndarray, values: np.ndarray) -> None:
+    fcurve = channelbag.fcurves.new(path, index=index)
+    fcurve.group = group
+    points = fcurve.keyframe_points
+    points.add(len(frames))
+    points.foreach_set("co", np.column_stack([frames, values]).astype(np.float32).ravel())
+    points.foreach_set("interpolation", np.full(len(frames), _LINEAR, dtype=np.int32))
+    fcurve.update()
+
+
+def write_action(obj: bpy.types.Object, rig: Rig, motion: Motion, name: str, frame_start: int = 1):
+    """Write a Motion as a NEW Action on the armature: rotations for every bone, location on roots."""
+    motion.check_rig(rig)
+    pose_bones = obj.pose.bones
+    if [pb.name for pb in pose_bones] != rig.names and set(pb.name for pb in pose_bones) != set(rig.names):
+        raise SceneError(f"The motion was made for another rig than '{obj.name}'.")
+    # Channels the Action does not key keep whatever the pose had: reset them to rest.
+    count = len(pose_bones)
+    pose_bones.foreach_set("location", np.zeros(count * 3, dtype=np.float32))
+    pose_bones.foreach_set("scale", np.ones(count * 3, dtype=np.float32))
+    action, channelbag = new_action(obj, name)
+    frames = frame_start + np.arange(motion.frame_count, dtype=np.float64)
+    locations = root_basis_location(rig, motion)
+    root_slot = {int(r): k for k, r in enumerate(rig.roots)}
+    for j, bone_name in enumerate(rig.names):
+        pose_bone = pose_bones[bone_name]
+        group = channelbag.groups.new(bone_name)
+        prop, values = _channel_values(motion.rotations[:, j], pose_bone.rotation_mode)
+        for c in range(values.shape[1]):
+            _add_fcurve(channelbag, _bone_path(bone_name, prop), c, group, frames, values[:, c])
+        if j in root_slot:
+            for c in range(3):
+                _add_fcurve(channelbag, _bone_path(bone_name, "location"), c, group, frames,
+                            locations[:, root_slot[j], c])
+    action.frame_range = (frames[0], frames[-1]) if len(frames) > 1 else (frames[0], frames[0] + 1)
+    return action
+
+
+def action_channelbag(action, obj: bpy.types.Object):
+    """The channelbag animating obj in action (first slot for obj, else the first slot)."""
+    if action is None or len(action.slots) == 0:
+        return None
+    slot = next((s for s in action.slots if s.target_id_type == "OBJECT"), action.slots[0])
+    for layer in action.layers:
+        for strip in layer.strips:
+            bag = strip.channelbag(slot)
+            if bag is not None:
+                return bag
+    return None
+
+
+def read_action(obj: bpy.types.Object, rig: Rig, action, fps: float | None = None) -> Motion:
+    """Sample an existing Action on the armature into a Motion (rotations; root location)."""
+    bag = action_channelbag(action, obj)
+    if bag is None or len(bag.fcurves) == 0:
+        raise SceneError(f"The action '{action.name}' has no animation for '{obj.name}'.")
+    start, end = (int(round(v)) for v in action.frame_range)
+    frames = np.arange(start, max(end, start) + 1, dtype=np.float64)
+    channels: dict[tuple[str, str], dict[int, np.ndarray]] = {}
+    for fcurve in bag.fcurves:
+        match = _BONE_PATH.match(fcurve.data_path)
+        if match is None:
+            continue
+        key = (match["bone"].replace('\\"', '"').replace("\\\\", "\\"), match["prop"])
+        channels.setdefault(key, {})[fcurve.array_index] = np.array([fcurve.evaluate(f) for f in frames])
+
+    count = len(frames)
+    rotations = np.zeros((count, rig.joint_count, 4))
+    rotations[..., 0] = 1.0
+    for j, bone_name in enumerate(rig.names):
+        mode = obj.pose.bones[bone_name].rotation_mode
+        if mode == "QUATERNION":
+            got = channels.get((bone_name, "rotation_quaternion"))
+            if got:
+                rotations[:, j] = np.stack([got.get(c, np.full(count, float(c == 0))) for c in range(4)], -1)
+        elif mode == "AXIS_ANGLE":
+            got = channels.get((bone_name, "rotation_axis_angle"))
+            if got:
+                values = np.stack([got.get(c, np.full(count, float(c == 2))) for c in range(4)], -1)
+                rotations[:, j] = quat_from_axis_angle(values[:, 1:], values[:, 0])
+        else:
+            got = channels.get((bone_name, "rotation_euler"))
+            if got:
+                euler = np.stack([got.get(c, np.zeros(count)) for c in range(3)], -1)
+                rotations[:, j] = matrix_to_quat(euler_to_matrix(euler, mode))
+    main = rig.main_root
+    got = channels.get((rig.names[main], "location"), {})
+    local = np.stack([got.get(c, np.zeros(count)) for c in range(3)], -1)
+    root_positions = rig.heads[main] + local @ rig.rest[main, :3, :3].T
+    scene_fps = fps or (bpy.context.scene.render.fps / bpy.context.scene.render.fps_base)
+    return Motion(scene_fps, root_positions, quat_normalize(rotations))
+
+
+# --------------------------------------------------------------------------- building objects
+def create_armature(rig: Rig, name: str, collection=None) -> bpy.types.Object:
+    """A new armature object whose bones have exactly the rig's rest transforms."""
+    rig.validate()
+    collection = collection or bpy.context.scene.collection
+    data = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, data)
+    collection.objects.link(obj)
+    view_layer = bpy.context.view_layer
+    previous = view_layer.objects.active
+    view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    try:
+        bones = []
+        for j, bone_name in enumerate(rig.names):
+            bone = data.edit_bones.new(bone_name)
+            head = rig.heads[j]
+            bone.head = head
+            bone.tail = head + rig.rest[j, :3, 1] * rig.lengths[j]
+            bone.align_roll(rig.rest[j, :3, 2])  # roll so the bone's Z axis matches the rest frame
+            bone.use_deform = bool(rig.deform[j])
+            bones.append(bone)
+        for j, parent in enumerate(rig.parents):
+            if parent >= 0:
+                bones[j].parent = bones[parent]
+                bones[j].use_connect = bool(rig.connected[j])
+    finally:
+        bpy.ops.object.mode_set(mode="OBJECT")
+        view_layer.objects.active = previous if previous is not None else obj
+    return obj
+
+
+def create_skinned_mesh(mesh: SkinnedMesh, arm_obj: bpy.types.Object, rig: Rig, name: str,
+                        collection=None) -> bpy.types.Object:
+    """A mesh object parented to the armature with an Armature modifier and vertex groups."""
+    collection = collection or bpy.context.scene.collection
+    data = bpy.data.meshes.new(name)
+    count = len(mesh.vertices)
+    data.vertices.add(count)
+    data.vertices.foreach_set("co", mesh.vertices.astype(np.float32).ravel())
+    tri_count = len(mesh.triangles)
+    data.loops.add(tri_count * 3)
+    data.loops.foreach_set("vertex_index", mesh.triangles.astype(np.int32).ravel())
+    data.polygons.add(tri_count)
+    data.polygons.foreach_set("loop_start", np.arange(0, tri_count * 3, 3, dtype=np.int32))
+    data.polygons.foreach_set("loop_total", np.full(tri_count, 3, dtype=np.int32))
+    data.update(calc_edges=True)
+    obj = bpy.data.objects.new(name, data)
+    collection.objects.link(obj)
+    obj.parent = arm_obj
+    obj.matrix_world = arm_obj.matrix_world
+    rows = np.repeat(np.arange(count), mesh.joint_indices.shape[1])
+    joints = mesh.joint_indices.ravel()
+    weights = mesh.joint_weights.ravel()
+    keep = weights > 0
+    rows, joints, weights = rows[keep], joints[keep], weights[keep]
+    for j in np.unique(joints):
+        group = obj.vertex_groups.new(name=rig.names[j])
+        mine = joints == j
+        # One call per distinct weight value is ~10x faster than one call per vertex.
+        values, inverse = np.unique(weights[mine].astype(np.float32), return_inverse=True)
+        for k, value in enumerate(values):
+            group.add(rows[mine][inverse == k].tolist(), float(value), "REPLACE")
+    modifier = obj.modifiers.new("Armature", "ARMATURE")
+    modifier.object = arm_obj
+    return obj

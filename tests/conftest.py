@@ -1,0 +1,23 @@
+"""Shared fixtures: the third-party assets of ../shared (skipped where absent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ASSETS = Path(__file__).resolve().parents[1].parent / "shared" / "assets"
+
+
+def asset_files(*patterns: str) -> list[Path]:
+    """Asset files matching glob patterns under ../shared/assets (empty when it is absent)."""
+    if not ASSETS.is_dir():
+        return []
+    return sorted(p for pattern in patterns for p in ASSETS.glob(pattern))
+
+
+@pytest.fixture(scope="session")
+def assets_dir() -> Path:
+    if not ASSETS.is_dir():
+        pytest.skip("../shared/assets is not present")
+    return ASSETS
