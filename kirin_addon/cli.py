@@ -16,8 +16,10 @@ def _headless():
 
 
 def _cmd_retarget(args: argparse.Namespace) -> int:
+    width, _, height = args.preview_size.partition("x")
     summary = _headless().run_retarget(args.source, args.target, args.out, preview=args.preview,
-                                       report=args.json, clip=args.clip)
+                                       report=args.json, clip=args.clip,
+                                       preview_resolution=(int(width), int(height)), fps=args.fps)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -45,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     ret.add_argument("--target", help="character file: .glb/.gltf/.fbx/.bvh/.blend (default: built-in)")
     ret.add_argument("--out", required=True, help="the .blend to write")
     ret.add_argument("--preview", help="render a Cycles CPU preview (.mp4, or a PNG path prefix)")
+    ret.add_argument("--fps", type=int, default=30, help="scene frame rate; the motion is resampled to it")
+    ret.add_argument("--preview-size", default="480x270", help="preview resolution WxH")
     ret.add_argument("--json", help="write a JSON report (frames, bones, timings)")
     ret.set_defaults(func=_cmd_retarget)
     info = sub.add_parser("info", help="describe a motion file: joints, frames, detected axes")

@@ -66,6 +66,9 @@ class Rig:
     tails: np.ndarray
     deform: np.ndarray = field(default=None)  # type: ignore[assignment]
     connected: np.ndarray = field(default=None)  # type: ignore[assignment]
+    # Parent-relative rest transforms exactly as the host stores them (Blender keeps its own
+    # float32 copy); derived from `rest` when absent.
+    local_rest: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.names = [str(n) for n in self.names]
@@ -223,6 +226,8 @@ class Rig:
     @cached_property
     def rest_local(self) -> np.ndarray:
         """(J,4,4) rest transform of each joint relative to its parent (identity parent for roots)."""
+        if self.local_rest is not None:
+            return np.asarray(self.local_rest, dtype=np.float64)
         local = self.rest.copy()
         has_parent = self.parents >= 0
         local[has_parent] = invert_rigid(self.rest[self.parents[has_parent]]) @ self.rest[has_parent]
@@ -293,8 +298,13 @@ class Rig:
         rest[:, :3, :3] = rotation @ self.rest[:, :3, :3]
         rest[:, :3, 3] = self.heads @ linear.T + matrix[:3, 3]
         tails = self.tails @ linear.T + matrix[:3, 3]
+        local = None
+        if self.local_rest is not None:
+            local = np.array(self.local_rest, dtype=np.float64)
+            local[:, :3, 3] *= scale
+            local[self.roots] = rest[self.roots]
         return Rig(list(self.names), self.parents.copy(), rest, tails, self.deform.copy(),
-                   self.connected.copy())
+                   self.connected.copy(), local)
 
     def summary(self) -> dict:
         return {

@@ -151,7 +151,8 @@ def _look_rotation(forward: np.ndarray) -> tuple[float, float, float]:
 
 
 def run_retarget(source: str | None, target: str | None, out: str, preview: str | None = None,
-                 report: str | None = None, clip: str | None = None, preview_step: int = 2) -> dict:
+                 report: str | None = None, clip: str | None = None, preview_step: int = 2,
+                 preview_resolution: tuple[int, int] = (480, 270), fps: int = 30) -> dict:
     """Retarget `source` onto `target` (or the built-in default pair) and save a .blend (+ preview)."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -176,6 +177,7 @@ def run_retarget(source: str | None, target: str | None, out: str, preview: str 
         timings["load_target"] = time.perf_counter() - t
 
         activate(arm)
+        bpy.context.scene.render.fps = fps
         t = time.perf_counter()
         result = bpy.ops.kirin.apply_motion_file(filepath=source_path, clip=clip or "")
         timings["retarget_and_write_action"] = time.perf_counter() - t
@@ -185,7 +187,7 @@ def run_retarget(source: str | None, target: str | None, out: str, preview: str 
         action = arm.animation_data.action
         scene = bpy.context.scene
         if preview:
-            setup_preview(arm, rig, os.path.abspath(preview))
+            setup_preview(arm, rig, os.path.abspath(preview), preview_resolution)
         os.makedirs(os.path.dirname(os.path.abspath(out)) or ".", exist_ok=True)
         t = time.perf_counter()
         bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out))

@@ -143,6 +143,8 @@ class KIRIN_OT_apply_motion_file(bpy.types.Operator):
             return {"CANCELLED"}
         action = scene_io.write_action(arm, rig, result.motion.continuous(), f"{clip_name} → {arm.name}",
                                        frame_start=scene.frame_start)
+        if mapping is None:  # show the automatic map in the panel, ready to edit
+            store_mapping(arm, result.mapping, self.filepath or scene.kirin.motion_file)
         if self.set_frame_range:
             scene.frame_end = scene.frame_start + result.motion.frame_count - 1
         for warning in result.warnings:

@@ -7,7 +7,11 @@ from bpy.props import StringProperty
 
 from . import scene_io
 
-TAKE_PREFIX = "take"  # NLA tracks Kirin made carry this in their custom property
+TAKE_MARK = "kirin_take"  # custom property on the Actions of baked takes (NLA tracks hold no ID props)
+
+
+def is_take(track) -> bool:
+    return any(strip.action is not None and strip.action.get(TAKE_MARK) for strip in track.strips)
 
 
 def push_action_to_track(obj: bpy.types.Object, track_name: str):
@@ -18,7 +22,7 @@ def push_action_to_track(obj: bpy.types.Object, track_name: str):
     action, slot = anim.action, anim.action_slot
     start, end = action.frame_range
     for track in anim.nla_tracks:
-        if track.get(TAKE_PREFIX):
+        if is_take(track):
             track.mute = True
     track = anim.nla_tracks.new()
     existing = {t.name for t in anim.nla_tracks if t != track}
@@ -26,7 +30,7 @@ def push_action_to_track(obj: bpy.types.Object, track_name: str):
     while name in existing:
         name, n = f"{track_name}.{n:03d}", n + 1
     track.name = name
-    track[TAKE_PREFIX] = True
+    action[TAKE_MARK] = True
     strip = track.strips.new(action.name, int(start), action)
     # A strip of a multi-slot action gets no slot and plays nothing: set it and the range explicitly.
     if slot is not None and strip.action_slot != slot:
@@ -44,7 +48,7 @@ def solo_track(obj: bpy.types.Object, track_name: str) -> None:
     if anim is None or track_name not in anim.nla_tracks:
         raise scene_io.SceneError(f"'{obj.name}' has no NLA track named '{track_name}'.")
     for track in anim.nla_tracks:
-        if track.get(TAKE_PREFIX) or track.name == track_name:
+        if is_take(track) or track.name == track_name:
             track.mute = track.name != track_name
 
 

@@ -63,9 +63,14 @@ def check_object_scale(obj: bpy.types.Object, tolerance: float = 1e-4) -> None:
 def armature_from_context(context) -> bpy.types.Object:
     obj = context.active_object
     if obj is not None and obj.type == "MESH":
-        parent = obj.find_armature()
-        if parent is not None:
-            return parent
+        arm = obj.find_armature()
+        if arm is None:
+            raise SceneError(f"The mesh '{obj.name}' is not bound to an armature: select the armature.")
+        bones = {b.name for b in arm.data.bones}
+        if not any(group.name in bones for group in obj.vertex_groups):
+            raise SceneError(f"The mesh '{obj.name}' has no vertex weights for the bones of '{arm.name}': "
+                             "bind or paint weights first.")
+        return arm
     if obj is None or obj.type != "ARMATURE":
         raise SceneError("Select an armature (or a mesh bound to one) first.")
     return obj
@@ -85,7 +90,19 @@ def read_rig(obj: bpy.types.Object) -> Rig:
     tails = _vectors(bones, "tail_local", 3).astype(np.float64)
     deform = _vectors(bones, "use_deform", 1, dtype=bool)
     connected = _vectors(bones, "use_connect", 1, dtype=bool)
-    rig = Rig(names, parents, rest, tails, deform, connected)
+    # Blender's own parent-relative rest (bone_mat, head relative to the parent's tail) keeps FK
+    # bit-compatible with its pose evaluation, which matters for tiny bones on big rigs.
+    bone_mat = np.swapaxes(_vectors(bones, "matrix", 9).reshape(-1, 3, 3), -1, -2).astype(np.float64)
+    local_head = _vectors(bones, "head", 3).astype(np.float64)
+    lengths = _vectors(bones, "length", 1).astype(np.float64)
+    local = np.zeros((len(names), 4, 4))
+    local[:, :3, :3] = bone_mat
+    local[:, :3, 3] = local_head
+    local[:, 3, 3] = 1.0
+    has_parent = parents >= 0
+    local[has_parent, 1, 3] += lengths[parents[has_parent]]
+    local[~has_parent] = rest[~has_parent]
+    rig = Rig(names, parents, rest, tails, deform, connected, local)
     try:
         rig.validate()
     except RigError as exc:
@@ -109,7 +126,8 @@ def read_skinned_mesh(mesh_obj: bpy.types.Object, arm_obj: bpy.types.Object, rig
 
     # Vertex groups are not exposed to foreach_get; one pass over the vertices is the floor.
     group_to_joint = np.full(max(len(mesh_obj.vertex_groups), 1), -1, dtype=np.int64)
-    joint_index = {n: i for i, n in enumerate(rig.names)}
+    # Blender's armature modifier ignores groups of non-deforming bones; so do we.
+    joint_index = {n: i for i, n in enumerate(rig.names) if rig.deform[i]}
     for group in mesh_obj.vertex_groups:
         group_to_joint[group.index] = joint_index.get(group.name, -1)
     per_vertex = [v.groups for v in mesh.vertices]

@@ -37,4 +37,4 @@ make_venv .venv 4.5.4
 if [ "${KIRIN_SKIP_BPY50:-0}" != 1 ]; then
   make_venv .venv-bpy50 5.0.1
 fi
-echo "environments ready: .venv (bpy 4.5.4)${KIRIN_SKIP_BPY50:+}, .venv-bpy50 (bpy 5.0.1)"
+echo "environments ready"

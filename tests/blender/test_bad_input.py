@@ -1,0 +1,105 @@
+"""Bad input gets a clear message and changes nothing in the scene."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from blender_support import activate, bpy, scene_io, scene_state
+from kirin.kirin_addon.clip import save_clip
+from kirin.kirin_addon.procedural import BipedSpec, build_biped, capsule_mesh, default_retarget_pair
+from kirin.kirin_addon.rig import rig_from_bones
+
+
+@pytest.fixture
+def walk_file(tmp_path):
+    source, motion, _, _ = default_retarget_pair()
+    path = tmp_path / "walk.npz"
+    save_clip(path, source, motion)
+    return str(path)
+
+
+def run_and_expect_error(operator, match: str, **kwargs) -> None:
+    before = scene_state()
+    with pytest.raises(RuntimeError, match=match):
+        operator(**kwargs)
+    assert scene_state() == before
+
+
+def test_no_armature_selected(blender, walk_file):
+    mesh = bpy.data.meshes.new("m")
+    obj = bpy.data.objects.new("m", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    activate(obj)
+    assert not bpy.ops.kirin.apply_motion_file.poll()
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "armature", filepath=walk_file)
+    run_and_expect_error(bpy.ops.kirin.bake_to_nla, "armature")
+
+
+def test_mesh_without_weights(blender, walk_file):
+    rig = build_biped()
+    arm = scene_io.create_armature(rig, "arm")
+    body = scene_io.create_skinned_mesh(capsule_mesh(rig), arm, rig, "body")
+    for group in list(body.vertex_groups):
+        body.vertex_groups.remove(group)
+    activate(body)
+    with pytest.raises(scene_io.SceneError, match="no vertex weights"):
+        scene_io.read_skinned_mesh(body, arm, rig)
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "weights", filepath=walk_file)
+
+
+def test_unapplied_non_uniform_scale(blender, walk_file):
+    rig = build_biped()
+    arm = scene_io.create_armature(rig, "arm")
+    arm.scale = (1.0, 2.0, 1.0)
+    bpy.context.view_layer.update()
+    activate(arm)
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "Apply > Scale", filepath=walk_file)
+
+
+def test_uniformly_scaled_armature_is_fine(blender, walk_file):
+    rig = build_biped()
+    arm = scene_io.create_armature(rig, "arm")
+    arm.scale = (100.0, 100.0, 100.0)
+    bpy.context.view_layer.update()
+    activate(arm)
+    assert bpy.ops.kirin.apply_motion_file(filepath=walk_file) == {"FINISHED"}
+
+
+def test_too_many_bones(blender, walk_file):
+    count = 500
+    heads = np.c_[np.zeros((count, 2)), np.arange(count) * 0.01]
+    rig = rig_from_bones([f"b{i}" for i in range(count)], np.arange(count) - 1, heads, heads + [0, 0, 0.01])
+    rig.validate = lambda *a, **k: None  # build it anyway: users can have such rigs
+    arm = scene_io.create_armature(rig, "big")
+    activate(arm)
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "at most", filepath=walk_file)
+
+
+def test_unreadable_and_missing_files(blender, tmp_path):
+    rig = build_biped()
+    arm = scene_io.create_armature(rig, "arm")
+    activate(arm)
+    junk = tmp_path / "junk.bvh"
+    junk.write_text("this is not a bvh file")
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "", filepath=str(junk))
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "", filepath=str(tmp_path / "missing.glb"))
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "", filepath=str(tmp_path / "clip.xyz"))
+
+
+def test_several_roots_work(blender, walk_file):
+    rig = build_biped(BipedSpec(naming="rigify"))
+    arm = scene_io.create_armature(rig, "arm")
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    extra = arm.data.edit_bones.new("prop_root")
+    extra.head, extra.tail = (0.4, 0.0, 0.0), (0.4, 0.0, 0.3)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    activate(arm)
+    assert bpy.ops.kirin.apply_motion_file(filepath=walk_file) == {"FINISHED"}
+
+
+def test_pending_buttons_are_disabled_with_a_reason(blender):
+    for name in ("generate_motion", "sample_pose", "project_pose", "bind_mesh", "motion_from_video"):
+        op = getattr(bpy.ops.kirin, name)
+        assert not op.poll()
+        assert "Not available yet" in op.get_rna_type().description
