@@ -53,15 +53,8 @@ def _canonical_pair(arm, rig, source_rig):
     return frame_s, frame_t
 
 
-class KIRIN_OT_map_joints(bpy.types.Operator):
-    """Match the armature's bones to the joints of the motion file (names, topology, rest geometry);
-    edit the result in the list before applying"""
-
-    bl_idname = "kirin.map_joints"
-    bl_label = "Auto-Map Joints"
-    bl_options = {"REGISTER", "UNDO"}
-
-    filepath: StringProperty(name="Motion file", subtype="FILE_PATH")
+class _NeedsArmature:
+    """Operators that act on the selected armature (or the armature of the selected mesh)."""
 
     @classmethod
     def poll(cls, context):
@@ -72,6 +65,17 @@ class KIRIN_OT_map_joints(bpy.types.Operator):
             return False
         return True
 
+
+class KIRIN_OT_map_joints(_NeedsArmature, bpy.types.Operator):
+    """Match the armature's bones to the joints of the motion file (names, topology, rest geometry);
+    edit the result in the list before applying"""
+
+    bl_idname = "kirin.map_joints"
+    bl_label = "Auto-Map Joints"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filepath: StringProperty(name="Motion file", subtype="FILE_PATH")
+
     def execute(self, context):
         path = self.filepath or context.scene.kirin.motion_file
         try:
@@ -79,7 +83,8 @@ class KIRIN_OT_map_joints(bpy.types.Operator):
             rig = scene_io.read_rig(arm)
             source_rig, _, _ = load_motion_file(bpy.path.abspath(path), context.scene.kirin.clip or None)
             frame_s, frame_t = _canonical_pair(arm, rig, source_rig)
-            mapping = auto_map_joints(source_rig.transformed(frame_s.matrix()), rig.transformed(frame_t.matrix()))
+            mapping = auto_map_joints(source_rig.transformed(frame_s.matrix()),
+                                      rig.transformed(frame_t.matrix()))
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -89,7 +94,7 @@ class KIRIN_OT_map_joints(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class KIRIN_OT_apply_motion_file(bpy.types.Operator):
+class KIRIN_OT_apply_motion_file(_NeedsArmature, bpy.types.Operator):
     """Retarget a BVH, glTF or Kirin clip onto the selected armature as a new Action
     (the current action is kept)"""
 
@@ -102,15 +107,6 @@ class KIRIN_OT_apply_motion_file(bpy.types.Operator):
     match_scene_fps: BoolProperty(name="Match scene FPS", default=True)
     align_rest: BoolProperty(name="Align rest poses", default=True)
     set_frame_range: BoolProperty(name="Set scene frame range", default=True)
-
-    @classmethod
-    def poll(cls, context):
-        try:
-            scene_io.armature_from_context(context)
-        except scene_io.SceneError as exc:
-            cls.poll_message_set(str(exc))
-            return False
-        return True
 
     def invoke(self, context, event):
         settings = context.scene.kirin

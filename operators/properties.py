@@ -13,9 +13,8 @@ from bpy.props import (
     StringProperty,
 )
 
-AXES = [
-    ("AUTO", "Auto", "Detect from the rig"),
-    ("+X", "+X", ""), ("-X", "-X", ""), ("+Y", "+Y", ""), ("-Y", "-Y", ""), ("+Z", "+Z", ""), ("-Z", "-Z", ""),
+AXES = [("AUTO", "Auto", "Detect from the rig")] + [
+    (f"{sign}{axis}", f"{sign}{axis}", "") for axis in "XYZ" for sign in "+-"
 ]
 
 

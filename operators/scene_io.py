@@ -15,14 +15,14 @@ from ..kirin_addon.motion import Motion, root_basis_location
 from ..kirin_addon.rig import Rig, RigError
 from ..kirin_addon.rotations import (
     euler_continuity,
+    euler_to_matrix,
     matrix_to_euler,
+    matrix_to_quat,
     quat_continuity,
+    quat_from_axis_angle,
     quat_normalize,
     quat_to_axis_angle,
     quat_to_matrix,
-    matrix_to_quat,
-    euler_to_matrix,
-    quat_from_axis_angle,
 )
 from ..kirin_addon.skinning import SkinnedMesh
 
