@@ -26,14 +26,14 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
 
 def _cmd_info(args: argparse.Namespace) -> int:
     from .canonical import detect_canonical_frame
-    from .io_files import load_motion_file
+    from .io_files import file_world_matrix, load_motion_file
 
     rig, motion, name = load_motion_file(args.file, args.clip)
-    frame = detect_canonical_frame(rig)
+    frame = detect_canonical_frame(rig, world_matrix=file_world_matrix(args.file))
     print(json.dumps({
         "clip": name, "frames": motion.frame_count, "fps": motion.fps, **rig.summary(),
         "up_axis": frame.up_axis, "forward_axis": frame.forward_axis,
-        "mirror_pairs": len(rig.mirror_pairs), "joints": rig.names,
+        "mirror_pairs": len(rig.mirror_pairs), "joint_names": rig.names,
     }, indent=2))
     return 0
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
+from .canonical import Y_UP_TO_Z_UP
 from .clip import load_clip
 from .io_bvh import load_bvh
 from .io_gltf import load_gltf
@@ -58,3 +61,10 @@ def load_motion_file(path: str | os.PathLike, clip: str | None = None,
     if fps is not None:
         motion = motion.resampled(fps)
     return rig, motion, name
+
+
+def file_world_matrix(path: str | os.PathLike) -> np.ndarray | None:
+    """How a file's native axes sit in Blender's world: glTF (by specification) and BVH (by custom)
+    are Y-up, so they get Blender's import turn; Kirin clips are already Z-up. Canonical-frame
+    detection uses this as its prior where a rig's own evidence is weak (fish, snakes)."""
+    return Y_UP_TO_Z_UP if Path(path).suffix.lower() in {".bvh", ".glb", ".gltf"} else None

@@ -9,7 +9,7 @@ import bpy
 from bpy.props import BoolProperty, StringProperty
 
 from ..kirin_addon.canonical import detect_canonical_frame
-from ..kirin_addon.io_files import load_motion_file
+from ..kirin_addon.io_files import file_world_matrix, load_motion_file
 from ..kirin_addon.joint_mapping import auto_map_joints
 from ..kirin_addon.retarget import retarget
 from . import scene_io
@@ -47,9 +47,9 @@ def store_mapping(arm: bpy.types.Object, mapping: dict, source_path: str) -> Non
     settings.joint_map_source = source_path
 
 
-def _canonical_pair(arm, rig, source_rig):
+def _canonical_pair(arm, rig, source_rig, source_path: str):
     frame_t = target_frame(arm, rig)
-    frame_s = detect_canonical_frame(source_rig)
+    frame_s = detect_canonical_frame(source_rig, world_matrix=file_world_matrix(source_path))
     return frame_s, frame_t
 
 
@@ -82,7 +82,7 @@ class KIRIN_OT_map_joints(_NeedsArmature, bpy.types.Operator):
             arm = scene_io.armature_from_context(context)
             rig = scene_io.read_rig(arm)
             source_rig, _, _ = load_motion_file(bpy.path.abspath(path), context.scene.kirin.clip or None)
-            frame_s, frame_t = _canonical_pair(arm, rig, source_rig)
+            frame_s, frame_t = _canonical_pair(arm, rig, source_rig, path)
             mapping = auto_map_joints(source_rig.transformed(frame_s.matrix()),
                                       rig.transformed(frame_t.matrix()))
         except ValueError as exc:
@@ -130,7 +130,7 @@ class KIRIN_OT_apply_motion_file(_NeedsArmature, bpy.types.Operator):
             source_rig, motion, clip_name = load_motion_file(path, self.clip or None)
             if self.match_scene_fps:
                 motion = motion.resampled(scene.render.fps / scene.render.fps_base)
-            frame_s, frame_t = _canonical_pair(arm, rig, source_rig)
+            frame_s, frame_t = _canonical_pair(arm, rig, source_rig, path)
             mapping = stored_mapping(arm, self.filepath or scene.kirin.motion_file, source_rig, rig)
             result = retarget(source_rig, motion, rig, mapping=mapping, source_frame=frame_s,
                               target_frame=frame_t, align_rest=self.align_rest)
