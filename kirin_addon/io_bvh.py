@@ -10,7 +10,7 @@ Choices made here:
 - tail = head + mean of the non-zero child offsets (End Sites included); when the children are
   symmetric and cancel out, the longest child; without children, a short bone (5 % of the body
   size) along the parent direction;
-- bone roll: X axis = world X projected off the bone axis (world Z for bones within ~25° of X);
+- bone roll: Blender's zero-roll convention for a bone along head→tail (`rig.rig_from_bones`);
 - channels rotate in the order they are listed (R = R_first · R_second · R_third, i.e. intrinsic);
 - the root position is OFFSET + the position channels; position channels of non-root joints are
   ignored (Motion carries one root trajectory), as are those of secondary roots.
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .motion import Motion, motion_from_world_deltas
-from .rig import Rig
-from .rotations import compose, quat_from_axis_angle, quat_identity, quat_multiply
+from .rig import Rig, rig_from_bones
+from .rotations import quat_from_axis_angle, quat_identity, quat_multiply
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 _FALLBACK_LENGTH = 0.05  # of the body size, for bones without any child offset
@@ -164,15 +164,6 @@ def _frames_to_fps(frame_time: float) -> float:
     return float(nearest) if nearest > 0 and abs(fps - nearest) < 1e-4 * fps else fps
 
 
-def bone_frame(direction: np.ndarray) -> np.ndarray:
-    """Rest rotation (3x3) with Y along `direction` and a deterministic roll (see module doc)."""
-    y = direction / np.linalg.norm(direction)
-    reference = np.array([1.0, 0.0, 0.0]) if abs(y[0]) < 0.9 else np.array([0.0, 0.0, 1.0])
-    x = reference - np.dot(reference, y) * y
-    x /= np.linalg.norm(x)
-    return np.stack([x, y, np.cross(x, y)], axis=-1)
-
-
 def _build_rig(joints: list[_Joint], scale: float) -> Rig:
     count = len(joints)
     parents = np.array([j.parent for j in joints], dtype=np.int64)
@@ -192,7 +183,6 @@ def _build_rig(joints: list[_Joint], scale: float) -> Rig:
             child_offsets[parents[index]].append(offsets[index])
 
     tails = np.zeros((count, 3))
-    rest = np.zeros((count, 4, 4))
     for index in range(count):
         candidates = [o for o in child_offsets[index] if np.linalg.norm(o) > eps]
         if candidates:
@@ -209,14 +199,9 @@ def _build_rig(joints: list[_Joint], scale: float) -> Rig:
                         break
             vector = direction * _FALLBACK_LENGTH * size
         tails[index] = heads[index] + vector
-        rest[index] = compose(bone_frame(vector), heads[index])
 
-    connected = np.zeros(count, dtype=bool)
-    has_parent = parents >= 0
-    gap = np.linalg.norm(heads[has_parent] - tails[parents[has_parent]], axis=-1)
-    connected[has_parent] = gap <= eps
-    names = unique_names([j.name for j in joints])
-    return Rig(names, parents, rest, tails, connected=connected)
+    # Bone Y along head→tail with Blender's zero-roll convention (rig_from_bones).
+    return rig_from_bones(unique_names([j.name for j in joints]), parents, heads, tails)
 
 
 def _local_rotations(joints: list[_Joint], data: np.ndarray) -> np.ndarray:

@@ -320,10 +320,7 @@ def _build_rig(names: list[str], parents: np.ndarray, world_rest: np.ndarray) ->
     direction = tails - heads
     turn = quat_to_matrix(rotation_between(node_rot[:, :, 1], direction))
     rest = compose(turn @ node_rot, heads)
-    connected = np.zeros(count, dtype=bool)
-    has_parent = parents >= 0
-    connected[has_parent] = np.linalg.norm(heads[has_parent] - tails[parents[has_parent]], axis=-1) <= eps
-    return Rig(names, parents, rest, tails, connected=connected), node_rot
+    return Rig(names, parents, rest, tails), node_rot
 
 
 def _clip(doc: _Document, animation: dict, rig: Rig, joint_nodes: list[int], rest_rot: np.ndarray,

@@ -79,7 +79,10 @@ class Rig:
         if self.deform is None:
             self.deform = np.ones(count, dtype=bool)
         if self.connected is None:
-            self.connected = np.zeros(count, dtype=bool)
+            # Connected = the head sits on the parent's tail (what Blender's use_connect means).
+            has_parent = self.parents >= 0
+            gap = np.linalg.norm(self.tails[np.maximum(self.parents, 0)] - self.rest[:, :3, 3], axis=-1)
+            self.connected = has_parent & (gap <= 1e-6 * max(self.body_size, 1e-12))
         self.deform = np.asarray(self.deform, dtype=bool)
         self.connected = np.asarray(self.connected, dtype=bool)
 
@@ -336,8 +339,4 @@ def rig_from_bones(
     tails = np.asarray(tails, dtype=np.float64)
     rolls = np.broadcast_to(np.asarray(rolls, dtype=np.float64), (len(names),))
     rest = compose(bone_frame(heads, tails, rolls), heads)
-    parents = np.asarray(parents, dtype=np.int64)
-    has_parent = parents >= 0
-    gap = np.linalg.norm(tails[np.maximum(parents, 0)] - heads, axis=-1)
-    connected = has_parent & (gap < 1e-9)
-    return Rig(list(names), parents, rest, tails, deform, connected)
+    return Rig(list(names), np.asarray(parents, dtype=np.int64), rest, tails, deform)
