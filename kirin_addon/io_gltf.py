@@ -39,7 +39,7 @@ from urllib.parse import unquote
 import numpy as np
 
 from .io_bvh import unique_names
-from .motion import Motion, motion_from_world_deltas
+from .motion import Motion, joint_positions, motion_from_world_deltas
 from .rig import Rig
 from .rotations import (
     compose,
@@ -348,10 +348,12 @@ def _clip(doc: _Document, animation: dict, rig: Rig, joint_nodes: list[int], res
     times = start + np.arange(frames) / fps
 
     trs = {}
+    carriers: set[int] = set()  # joints below the roots with animated translation
     for node, path, sampler in channels:
-        # Joint translations below the roots cannot be represented by a Motion: skip them.
-        if node not in relevant or (path == "translation" and node in joint_set and node not in root_nodes):
+        if node not in relevant:
             continue
+        if path == "translation" and node in joint_set and node not in root_nodes:
+            carriers.add(joint_nodes.index(node))
         if node not in trs:
             trs[node] = [np.repeat(v[None], frames, 0) for v in doc.default_trs(node)]
         slot = ("translation", "rotation", "scale").index(path)
@@ -370,7 +372,14 @@ def _clip(doc: _Document, animation: dict, rig: Rig, joint_nodes: list[int], res
     rotation = orthonormalize(joint_world[..., :3, :3])
     deltas = matrix_to_quat(rotation @ np.swapaxes(rest_rot, -1, -2)[None])
     root_positions = joint_world[:, rig.main_root, :3, 3]
-    return motion_from_world_deltas(rig, deltas, root_positions, fps)
+    motion = motion_from_world_deltas(rig, deltas, root_positions, fps)
+    if carriers:
+        # A Motion has one trajectory. Many exports move the body (hips) rather than the root:
+        # shift the root so the highest translated joint, and everything below it, is exact.
+        carrier = min(carriers, key=lambda j: (rig.depth[j], -rig.descendant_count[j]))
+        offset = joint_world[:, carrier, :3, 3] - joint_positions(rig, motion)[:, carrier]
+        motion = Motion(fps, root_positions + offset, motion.rotations)
+    return motion
 
 
 def _primitives(doc: _Document, node: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
