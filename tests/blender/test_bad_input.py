@@ -81,9 +81,9 @@ def test_unreadable_and_missing_files(blender, tmp_path):
     activate(arm)
     junk = tmp_path / "junk.bvh"
     junk.write_text("this is not a bvh file")
-    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "", filepath=str(junk))
-    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "", filepath=str(tmp_path / "missing.glb"))
-    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "", filepath=str(tmp_path / "clip.xyz"))
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "Could not read junk.bvh", filepath=str(junk))
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "not found", filepath=str(tmp_path / "missing.glb"))
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "Unsupported", filepath=str(tmp_path / "clip.xyz"))
 
 
 def test_several_roots_work(blender, walk_file):
