@@ -12,7 +12,7 @@ from .clip import load_clip
 from .io_bvh import load_bvh
 from .io_gltf import load_gltf
 from .motion import Motion
-from .rig import Rig
+from .rig import Rig, RigError
 
 MOTION_EXTENSIONS = (".bvh", ".glb", ".gltf", ".npz")
 DEFAULT_GLTF_FPS = 30.0
@@ -57,9 +57,13 @@ def load_motion_file(path: str | os.PathLike, clip: str | None = None,
         else:
             available = ", ".join(f"'{c}'" for c in asset.clips)
             raise ValueError(f"{path.name} has no animation named '{clip}'; available: {available}.")
-        return asset.rig, asset.clips[name], name
-    if fps is not None:
+        rig, motion = asset.rig, asset.clips[name]
+    elif fps is not None:
         motion = motion.resampled(fps)
+    try:
+        rig.validate()
+    except RigError as exc:
+        raise ValueError(f"{path.name}: {exc}") from exc
     return rig, motion, name
 
 

@@ -103,3 +103,15 @@ def test_pending_buttons_are_disabled_with_a_reason(blender):
         op = getattr(bpy.ops.kirin, name)
         assert not op.poll()
         assert "Not available yet" in op.get_rna_type().description
+
+
+def test_motion_file_with_zero_length_bones(blender, tmp_path):
+    source, motion, _, _ = default_retarget_pair()
+    tails = source.tails.copy()
+    tails[4] = source.heads[4]
+    broken = type(source)(source.names, source.parents, source.rest, tails)
+    path = tmp_path / "broken.npz"
+    save_clip(path, broken, motion)
+    arm = scene_io.create_armature(build_biped(), "arm")
+    activate(arm)
+    run_and_expect_error(bpy.ops.kirin.apply_motion_file, "Zero-length bones", filepath=str(path))
