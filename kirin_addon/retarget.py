@@ -130,14 +130,16 @@ def retarget(
             world[:, j] = tgt.rest_rotations[j]
     deltas = world @ np.swapaxes(tgt.rest_rotations, -1, -2)[None]
 
-    # Root trajectory: the displacement of the source joint that drives the target's main root.
+    # Root trajectory: the target's highest mapped joint (the hips, also below an unmapped ground
+    # root bone) moves as its source joint does, scaled by the ratio of their heights.
     main = tgt.main_root
-    driver = int(mapped[main]) if mapped[main] >= 0 else src.main_root
+    anchor = min(np.flatnonzero(mapped >= 0), key=lambda j: (tgt.depth[j], -tgt.descendant_count[j]))
+    driver = int(mapped[anchor])
     src_positions = forward_kinematics(src, src_motion)[:, driver, :3, 3]
     displacement = src_positions - src.heads[driver]
     root_scale = 1.0
     if scale_root:
-        src_h, tgt_h = hip_height(src, driver), hip_height(tgt, main)
+        src_h, tgt_h = hip_height(src, driver), hip_height(tgt, int(anchor))
         if src_h > MIN_HIP_HEIGHT and tgt_h > MIN_HIP_HEIGHT:
             root_scale = tgt_h / src_h
         else:

@@ -119,3 +119,34 @@ def test_cmu_mocap_onto_built_character_looks_right():
     frame = detect_canonical_frame(target)
     assert np.allclose(frame.rotation, result.target_frame.rotation)
     assert rot.quat_normalize(result.motion.rotations).shape == (200, target.joint_count, 4)
+
+
+def with_ground_root(rig):
+    """The rig under an extra root bone lying on the floor, as game rigs have."""
+    from kirin.kirin_addon.rig import rig_from_bones
+
+    heads = np.concatenate([[[0.0, 0.0, 0.0]], rig.heads])
+    tails = np.concatenate([[[0.0, -0.2, 0.0]], rig.tails])
+    parents = np.concatenate([[-1], np.where(rig.parents >= 0, rig.parents + 1, 0)])
+    return rig_from_bones(["root"] + rig.names, parents, heads, tails)
+
+
+def test_ground_root_bone_keeps_root_scaling_by_hip_height():
+    source_spec = BipedSpec(naming="mixamo", height=1.75)
+    source = build_biped(source_spec)
+    motion = biped_walk(source, source_spec, frames=30)
+    target = with_ground_root(build_biped(BipedSpec(naming="rigify", height=1.2, leg_ratio=0.45)))
+    result = retarget(source, motion, target)
+    assert result.mapping["root"] is None and result.mapping["DEF-pelvis"] == "mixamorig:Hips"
+    assert not result.warnings
+    src_c = source.transformed(result.source_frame.matrix())
+    tgt_c = target.transformed(result.target_frame.matrix())
+    hips = target.index("DEF-pelvis")
+    expected = tgt_c.heads[hips, 2] / src_c.heads[source.main_root, 2]
+    assert np.isclose(result.root_scale, expected, rtol=1e-3)
+    travel = joint_positions(target, result.motion)[[0, -1], hips]
+    src_travel = joint_positions(source, motion)[[0, -1], source.main_root]
+    ratio = np.linalg.norm(travel[1] - travel[0]) / np.linalg.norm(src_travel[1] - src_travel[0])
+    units = result.source_frame.scale / result.target_frame.scale
+    assert np.isclose(ratio, result.root_scale * units, rtol=1e-6)
+    assert 0.5 < ratio < 0.7  # a 1.2 m character with short legs strides less than a 1.75 m one
