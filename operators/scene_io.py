@@ -347,14 +347,18 @@ def create_skinned_mesh(mesh: SkinnedMesh, arm_obj: bpy.types.Object, rig: Rig, 
     joints = mesh.joint_indices.ravel()
     weights = mesh.joint_weights.ravel()
     keep = weights > 0
-    rows, joints, weights = rows[keep], joints[keep], weights[keep]
-    for j in np.unique(joints):
-        group = obj.vertex_groups.new(name=rig.names[j])
-        mine = joints == j
-        # One call per distinct weight value is ~10x faster than one call per vertex.
-        values, inverse = np.unique(weights[mine].astype(np.float32), return_inverse=True)
-        for k, value in enumerate(values):
-            group.add(rows[mine][inverse == k].tolist(), float(value), "REPLACE")
+    weights = weights[keep].astype(np.float32)
+    # One vg.add per (bone, distinct weight) is ~10x faster than one per vertex: sort once, split.
+    order = np.lexsort((weights, joints[keep]))
+    rows, joints, weights = rows[keep][order], joints[keep][order], weights[order]
+    starts = np.flatnonzero(np.r_[True, (np.diff(joints) != 0) | (np.diff(weights) != 0)])
+    ends = np.r_[starts[1:], len(rows)]
+    groups: dict[int, bpy.types.VertexGroup] = {}
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        j = int(joints[start])
+        if j not in groups:
+            groups[j] = obj.vertex_groups.new(name=rig.names[j])
+        groups[j].add(rows[start:end].tolist(), float(weights[start]), "REPLACE")
     modifier = obj.modifiers.new("Armature", "ARMATURE")
     modifier.object = arm_obj
     return obj
