@@ -63,6 +63,10 @@ def save_clip(path: str | os.PathLike, rig: Rig, motion: Motion, captions: Itera
         "captions": _strings(captions),
         "metadata": np.array(metadata_json),
     }
+    if motion.has_translations:
+        arrays["translations"] = motion.translations.astype(np.float64)
+    if rig.local_rest is not None:  # the host's exact parent-relative rest (Blender's bone_mat)
+        arrays["local_rest"] = np.asarray(rig.local_rest, dtype=np.float64)
     path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
     # Writing through a handle keeps numpy from appending ".npz" to names that lack it.
@@ -84,6 +88,7 @@ def load_clip(path: str | os.PathLike) -> Clip:
             if missing:
                 raise ClipError(f"The clip file lacks: {', '.join(missing)}.")
             arrays = {k: data[k] for k in _REQUIRED}
+            optional = {k: data[k] for k in ("translations", "local_rest") if k in data.files}
     except (OSError, zipfile.BadZipFile, EOFError) as exc:
         raise ClipError(f"Cannot read the clip file: {exc}") from exc
     except ValueError as exc:  # includes ClipError; object arrays refused by allow_pickle=False
@@ -91,8 +96,9 @@ def load_clip(path: str | os.PathLike) -> Clip:
             raise
         raise ClipError(f"Cannot read the clip file: {exc}") from exc
     rig = Rig([str(n) for n in arrays["names"]], arrays["parents"], arrays["rest"], arrays["tails"],
-              arrays["deform"], arrays["connected"])
-    motion = Motion(float(arrays["fps"]), arrays["root_positions"], arrays["rotations"])
+              arrays["deform"], arrays["connected"], optional.get("local_rest"))
+    motion = Motion(float(arrays["fps"]), arrays["root_positions"], arrays["rotations"],
+                    optional.get("translations"))
     motion.check_rig(rig)
     try:
         metadata = json.loads(str(arrays["metadata"]))

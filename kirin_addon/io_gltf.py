@@ -39,11 +39,10 @@ from urllib.parse import unquote
 import numpy as np
 
 from .io_bvh import unique_names
-from .motion import Motion, joint_positions, motion_from_world_deltas
+from .motion import Motion, motion_from_world_transforms
 from .rig import Rig
 from .rotations import (
     compose,
-    matrix_to_quat,
     orthonormalize,
     quat_normalize,
     quat_slerp,
@@ -327,8 +326,6 @@ def _clip(doc: _Document, animation: dict, rig: Rig, joint_nodes: list[int], res
           fps: float) -> Motion:
     channels = []
     relevant = set(doc.ancestors_first(joint_nodes))
-    root_nodes = {joint_nodes[r] for r in rig.roots}
-    joint_set = set(joint_nodes)
     start, end = np.inf, -np.inf
     for channel in animation.get("channels", []):
         sampler = animation["samplers"][channel["sampler"]]
@@ -348,12 +345,9 @@ def _clip(doc: _Document, animation: dict, rig: Rig, joint_nodes: list[int], res
     times = start + np.arange(frames) / fps
 
     trs = {}
-    carriers: set[int] = set()  # joints below the roots with animated translation
     for node, path, sampler in channels:
         if node not in relevant:
             continue
-        if path == "translation" and node in joint_set and node not in root_nodes:
-            carriers.add(joint_nodes.index(node))
         if node not in trs:
             trs[node] = [np.repeat(v[None], frames, 0) for v in doc.default_trs(node)]
         slot = ("translation", "rotation", "scale").index(path)
@@ -369,17 +363,11 @@ def _clip(doc: _Document, animation: dict, rig: Rig, joint_nodes: list[int], res
         parent = doc.parent.get(node)
         world[node] = local if parent is None else world[parent] @ local
     joint_world = np.stack([world[n] for n in joint_nodes], axis=1)  # (T,J,4,4)
-    rotation = orthonormalize(joint_world[..., :3, :3])
-    deltas = matrix_to_quat(rotation @ np.swapaxes(rest_rot, -1, -2)[None])
-    root_positions = joint_world[:, rig.main_root, :3, 3]
-    motion = motion_from_world_deltas(rig, deltas, root_positions, fps)
-    if carriers:
-        # A Motion has one trajectory. Many exports move the body (hips) rather than the root:
-        # shift the root so the highest translated joint, and everything below it, is exact.
-        carrier = min(carriers, key=lambda j: (rig.depth[j], -rig.descendant_count[j]))
-        offset = joint_world[:, carrier, :3, 3] - joint_positions(rig, motion)[:, carrier]
-        motion = Motion(fps, root_positions + offset, motion.rotations)
-    return motion
+    # Bone frames differ from node frames by the fixed turn chosen in _build_rig.
+    node_to_bone = np.swapaxes(rest_rot, -1, -2) @ rig.rest_rotations
+    bones = compose(orthonormalize(joint_world[..., :3, :3]) @ node_to_bone[None], joint_world[..., :3, 3])
+    # Translations of joints below the root (the usual hip bob) become Motion.translations.
+    return motion_from_world_transforms(rig, bones, fps, tolerance=1e-7)
 
 
 def _primitives(doc: _Document, node: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:

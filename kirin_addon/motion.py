@@ -3,6 +3,9 @@
 `Motion.rotations[t, j]` is joint j's local rotation relative to its rest pose — exactly
 Blender's `pose_bone.matrix_basis` rotation. `Motion.root_positions[t]` is the armature-space
 head position of the rig's main root; other roots move by the same offset from rest.
+`Motion.translations[t, j]` (optional) is Blender's `pose_bone.location` of the other joints, in
+the bone's own rest frame: authored clips often move the hips below a ground root bone. The main
+root's own entry is ignored (root_positions says where it is). Generated motions leave it None.
 
 Forward kinematics: P_j = P_parent · restlocal_j · basis_j.
 World deltas: D_j = R_world_j · R_rest_j⁻¹. The inverse-bind correction turns deltas back into
@@ -37,6 +40,7 @@ class Motion:
     fps: float
     root_positions: np.ndarray  # (T,3) armature space
     rotations: np.ndarray  # (T,J,4) local basis quaternions (w,x,y,z)
+    translations: np.ndarray | None = None  # (T,J,3) local basis locations, or None (all zero)
 
     def __post_init__(self) -> None:
         self.root_positions = np.asarray(self.root_positions, dtype=np.float64)
@@ -45,8 +49,16 @@ class Motion:
             raise MotionError(f"rotations must be (frames, joints, 4), got {self.rotations.shape}")
         if self.root_positions.shape != (self.rotations.shape[0], 3):
             raise MotionError("root_positions must be (frames, 3) with one row per frame")
+        if self.translations is not None:
+            self.translations = np.asarray(self.translations, dtype=np.float64)
+            if self.translations.shape != self.rotations.shape[:2] + (3,):
+                raise MotionError("translations must be (frames, joints, 3) like rotations")
         if not self.fps > 0:
             raise MotionError("fps must be positive")
+
+    @property
+    def has_translations(self) -> bool:
+        return self.translations is not None and bool(np.any(self.translations != 0.0))
 
     @property
     def frame_count(self) -> int:
@@ -71,22 +83,30 @@ class Motion:
 
     def continuous(self) -> Motion:
         """Same motion with quaternion signs made continuous over time (clean F-curves)."""
-        return Motion(self.fps, self.root_positions.copy(), quat_continuity(self.rotations, axis=0))
+        return Motion(self.fps, self.root_positions.copy(), quat_continuity(self.rotations, axis=0),
+                      None if self.translations is None else self.translations.copy())
 
     def resampled(self, fps: float) -> Motion:
         """Resample to a new frame rate (slerp for rotations, linear for the root)."""
         if abs(fps - self.fps) < 1e-9 or self.frame_count < 2:
-            return Motion(fps, self.root_positions.copy(), self.rotations.copy())
+            return Motion(fps, self.root_positions.copy(), self.rotations.copy(),
+                          None if self.translations is None else self.translations.copy())
         times = np.arange(0.0, self.duration + 1e-9, 1.0 / fps) * self.fps
         lo = np.minimum(np.floor(times).astype(np.int64), self.frame_count - 2)
         frac = times - lo
         weights = np.repeat(frac[:, None], self.joint_count, 1)
         rot = quat_slerp(self.rotations[lo], self.rotations[lo + 1], weights)
         root = self.root_positions[lo] * (1 - frac[:, None]) + self.root_positions[lo + 1] * frac[:, None]
-        return Motion(fps, root, rot)
+        moved = None
+        if self.translations is not None:
+            f = frac[:, None, None]
+            moved = self.translations[lo] * (1 - f) + self.translations[lo + 1] * f
+        return Motion(fps, root, rot, moved)
 
     def sliced(self, start: int, stop: int) -> Motion:
-        return Motion(self.fps, self.root_positions[start:stop].copy(), self.rotations[start:stop].copy())
+        moved = None if self.translations is None else self.translations[start:stop].copy()
+        root = self.root_positions[start:stop].copy()
+        return Motion(self.fps, root, self.rotations[start:stop].copy(), moved)
 
 
 def forward_kinematics(rig: Rig, motion: Motion) -> np.ndarray:
@@ -96,6 +116,9 @@ def forward_kinematics(rig: Rig, motion: Motion) -> np.ndarray:
     basis = np.zeros((frames, rig.joint_count, 4, 4))
     basis[..., :3, :3] = quat_to_matrix(motion.rotations)
     basis[..., 3, 3] = 1.0
+    if motion.translations is not None:
+        basis[..., :3, 3] = motion.translations
+        basis[:, rig.main_root, :3, 3] = 0.0
     pose = np.empty_like(basis)
     local = rig.rest_local
     for level in rig.levels:
@@ -108,7 +131,7 @@ def forward_kinematics(rig: Rig, motion: Motion) -> np.ndarray:
         if roots.size:
             root_pose = rig.rest[roots] @ basis[:, roots]
             offset = motion.root_positions - rig.heads[rig.main_root]
-            root_pose[..., :3, 3] = rig.heads[roots][None] + offset[:, None]
+            root_pose[..., :3, 3] += offset[:, None]
             pose[:, roots] = root_pose
     return pose
 
@@ -122,7 +145,12 @@ def root_basis_location(rig: Rig, motion: Motion) -> np.ndarray:
     roots = rig.roots
     offset = motion.root_positions - rig.heads[rig.main_root]
     rest_rot = rig.rest[roots, :3, :3]  # (R,3,3)
-    return np.einsum("rji,tj->tri", rest_rot, offset)
+    location = np.einsum("rji,tj->tri", rest_rot, offset)
+    if motion.translations is not None:
+        own = motion.translations[:, roots].copy()
+        own[:, roots == rig.main_root] = 0.0
+        location += own
+    return location
 
 
 def world_deltas(rig: Rig, motion: Motion) -> np.ndarray:
@@ -130,6 +158,32 @@ def world_deltas(rig: Rig, motion: Motion) -> np.ndarray:
     pose = forward_kinematics(rig, motion)
     deltas = pose[..., :3, :3] @ np.swapaxes(rig.rest_rotations, -1, -2)[None]
     return quat_continuity(matrix_to_quat(deltas), axis=0)
+
+
+def motion_from_world_transforms(rig: Rig, world: np.ndarray, fps: float, tolerance: float = 1e-9) -> Motion:
+    """Motion that reproduces armature-space joint transforms (T,J,4,4) exactly: rotations by the
+    inverse-bind correction, and `translations` wherever a joint's head is not where its parent
+    puts it (kept None when every offset is below `tolerance` × body size)."""
+    world = np.asarray(world, dtype=np.float64)
+    rotation = world[..., :3, :3]
+    positions = world[..., :3, 3]
+    deltas = matrix_to_quat(rotation @ np.swapaxes(rig.rest_rotations, -1, -2)[None])
+    motion = motion_from_world_deltas(rig, deltas, positions[:, rig.main_root], fps)
+    moved = np.zeros(positions.shape)
+    has_parent = rig.parents >= 0
+    child, parent = np.flatnonzero(has_parent), rig.parents[has_parent]
+    local = rig.rest_local[child]
+    frame = rotation[:, parent] @ local[:, :3, :3]  # the child's rest frame under the posed parent
+    expected = positions[:, parent] + np.einsum("tjab,jb->tja", rotation[:, parent], local[:, :3, 3])
+    moved[:, child] = np.einsum("tjba,tjb->tja", frame, positions[:, child] - expected)
+    roots = rig.roots
+    offset = positions[:, rig.main_root] - rig.heads[rig.main_root]
+    expected_roots = rig.heads[roots][None] + offset[:, None]
+    moved[:, roots] = np.einsum("jba,tjb->tja", rig.rest[roots, :3, :3], positions[:, roots] - expected_roots)
+    moved[:, rig.main_root] = 0.0
+    if np.max(np.abs(moved), initial=0.0) <= tolerance * max(rig.body_size, 1e-12):
+        return motion
+    return Motion(fps, motion.root_positions, motion.rotations, moved)
 
 
 def motion_from_world_deltas(rig: Rig, deltas: np.ndarray, root_positions: np.ndarray, fps: float) -> Motion:

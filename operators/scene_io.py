@@ -221,18 +221,25 @@ def write_action(obj: bpy.types.Object, rig: Rig, motion: Motion, name: str, fra
     pose_bones.foreach_set("scale", np.ones(count * 3, dtype=np.float32))
     action, channelbag = new_action(obj, name)
     frames = frame_start + np.arange(motion.frame_count, dtype=np.float64)
-    locations = root_basis_location(rig, motion)
-    root_slot = {int(r): k for k, r in enumerate(rig.roots)}
+    locations = np.zeros((motion.frame_count, rig.joint_count, 3))
+    if motion.translations is not None:
+        locations[:] = motion.translations
+    locations[:, rig.roots] = root_basis_location(rig, motion)
+    moves = np.any(locations != 0.0, axis=0).any(axis=-1)
+    moves[rig.roots] = True
+    if np.any(moves & rig.connected):
+        names = ", ".join(rig.names[j] for j in np.flatnonzero(moves & rig.connected)[:3])
+        raise SceneError(f"The motion moves connected bones ({names}); Blender ignores their location.")
     for j, bone_name in enumerate(rig.names):
         pose_bone = pose_bones[bone_name]
         group = channelbag.groups.new(bone_name)
         prop, values = _channel_values(motion.rotations[:, j], pose_bone.rotation_mode)
         for c in range(values.shape[1]):
             _add_fcurve(channelbag, _bone_path(bone_name, prop), c, group, frames, values[:, c])
-        if j in root_slot:
+        if moves[j]:
             for c in range(3):
                 _add_fcurve(channelbag, _bone_path(bone_name, "location"), c, group, frames,
-                            locations[:, root_slot[j], c])
+                            locations[:, j, c])
     action.frame_range = (frames[0], frames[-1]) if len(frames) > 1 else (frames[0], frames[0] + 1)
     return action
 
@@ -284,12 +291,21 @@ def read_action(obj: bpy.types.Object, rig: Rig, action, fps: float | None = Non
             if got:
                 euler = np.stack([got.get(c, np.zeros(count)) for c in range(3)], -1)
                 rotations[:, j] = matrix_to_quat(euler_to_matrix(euler, mode))
+    locations = np.zeros((count, rig.joint_count, 3))
+    for j, bone_name in enumerate(rig.names):
+        got = channels.get((bone_name, "location"), {})
+        for c, values in got.items():
+            locations[:, j, c] = values
     main = rig.main_root
-    got = channels.get((rig.names[main], "location"), {})
-    local = np.stack([got.get(c, np.zeros(count)) for c in range(3)], -1)
-    root_positions = rig.heads[main] + local @ rig.rest[main, :3, :3].T
+    offset = locations[:, main] @ rig.rest[main, :3, :3].T
+    root_positions = rig.heads[main] + offset
+    # Other roots' location holds the main root's offset (in their frame) plus their own move.
+    roots = rig.roots
+    locations[:, roots] -= np.einsum("rba,tb->tra", rig.rest[roots, :3, :3], offset)
+    locations[:, main] = 0.0
     scene_fps = fps or (bpy.context.scene.render.fps / bpy.context.scene.render.fps_base)
-    return Motion(scene_fps, root_positions, quat_normalize(rotations))
+    translations = locations if np.any(np.abs(locations) > 1e-12) else None
+    return Motion(scene_fps, root_positions, quat_normalize(rotations), translations)
 
 
 # --------------------------------------------------------------------------- building objects

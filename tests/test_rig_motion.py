@@ -145,3 +145,27 @@ def test_motion_shape_errors():
     rig = build_biped()
     with pytest.raises(MotionError):
         forward_kinematics(rig, Motion(30.0, np.zeros((1, 3)), np.zeros((1, 2, 4)) + [1, 0, 0, 0]))
+
+
+def test_translations_move_joints_and_are_recovered_from_world_transforms():
+    from kirin.kirin_addon.motion import motion_from_world_transforms
+
+    rig = build_biped(BipedSpec(roll_seed=3))
+    prop = rig_from_bones(["prop"], [-1], [[0.5, 0, 0.1]], [[0.5, 0, 0.3]])
+    rig = Rig(rig.names + ["prop"], np.r_[rig.parents, -1], np.concatenate([rig.rest, prop.rest]),
+              np.concatenate([rig.tails, prop.tails]))
+    base = random_motion(rig, frames=8, seed=5)
+    rng = np.random.default_rng(0)
+    moved = rng.normal(scale=0.05, size=(8, rig.joint_count, 3))
+    motion = Motion(30.0, base.root_positions, base.rotations, moved)
+    pose = forward_kinematics(rig, motion)
+    spine = rig.index("mixamorig:Spine1")
+    without = forward_kinematics(rig, base)
+    assert not np.allclose(pose[:, spine, :3, 3], without[:, spine, :3, 3])
+    back = motion_from_world_transforms(rig, pose, 30.0)
+    assert back.has_translations
+    assert np.allclose(forward_kinematics(rig, back), pose, atol=1e-12)
+    plain = motion_from_world_transforms(rig, without, 30.0)
+    assert plain.translations is None
+    assert np.allclose(motion.resampled(15.0).translations[1], moved[2])
+    assert np.allclose(motion.sliced(2, 5).translations, moved[2:5])
