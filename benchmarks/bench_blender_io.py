@@ -14,6 +14,7 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-b
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
+
 from kirin.kirin_addon.motion import Motion  # noqa: E402
 from kirin.kirin_addon.rig import rig_from_bones  # noqa: E402
 from kirin.kirin_addon.rotations import quat_from_axis_angle  # noqa: E402

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import sys
+from pathlib import Path
 
 _PACKAGE = __package__.rpartition(".")[0]  # the extension package ("kirin" when pip-installed)
 
@@ -38,6 +39,15 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    report = _headless().run_ingest(args.folder, args.out, captions_csv=args.captions, fps=args.fps,
+                                    test_rigs=tuple(filter(None, args.test_rigs.split(","))), seed=args.seed)
+    summary = {"clips": len(report["clips"]), "skipped": report["skipped"], "out": report["out"]}
+    (Path(args.out) / "ingest_report.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kirin", description="Kirin: animate any rigged creature.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -55,6 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("file")
     info.add_argument("--clip")
     info.set_defaults(func=_cmd_info)
+    data = sub.add_parser("data", help="build and ingest the motion library")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    ingest = data_sub.add_parser("ingest", help="BVH/glTF/FBX files → library clips via Blender's importers")
+    ingest.add_argument("folder")
+    ingest.add_argument("--out", required=True, help="folder for the .npz clips and ingest_report.json")
+    ingest.add_argument("--captions", help="CSV with columns file, clip, caption (optional species, family)")
+    ingest.add_argument("--fps", type=float, default=30.0, help="dataset frame rate")
+    ingest.add_argument("--test-rigs", default="", help="comma-separated file stems kept as the test split")
+    ingest.add_argument("--seed", type=int, default=0)
+    ingest.set_defaults(func=_cmd_ingest)
     return parser
 
 

@@ -217,3 +217,71 @@ def run_retarget(source: str | None, target: str | None, out: str, preview: str 
     if report:
         Path(report).write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _bvh_fps(path: Path) -> float:
+    """Blender's BVH importer keys one frame per BVH frame; the rate is in the file."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.strip().lower().startswith("frame time"):
+                return 1.0 / float(line.split(":")[1])
+    raise ValueError(f"{path.name}: no 'Frame Time' line.")
+
+
+def armature_actions(arm: bpy.types.Object) -> list:
+    """Actions that animate this armature's bones (as left by an importer)."""
+    found = []
+    for action in bpy.data.actions:
+        bag = scene_io.action_channelbag(action, arm)
+        if bag is not None and any(fc.data_path.startswith("pose.bones") for fc in bag.fcurves):
+            found.append(action)
+    return found
+
+
+def run_ingest(folder: str, out: str, captions_csv: str | None = None, fps: float | None = 30.0,
+               test_rigs: tuple[str, ...] = (), seed: int = 0) -> dict:
+    """Import every BVH/glTF/FBX under `folder` with Blender's importers and write one clip per
+    action (resampled to `fps`; None keeps each file's rate), captioned from the CSV and/or species +
+    action name."""
+    from ..kirin_addon import ingest
+
+    table = ingest.CaptionTable.read(captions_csv) if captions_csv else ingest.CaptionTable()
+    files = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in ingest.INGEST_EXTENSIONS)
+    if not files:
+        raise ValueError(f"No BVH, glTF or FBX files under {folder}.")
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written, skipped = [], []
+    for index, path in enumerate(files):
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        try:
+            arm, _ = import_rig_file(str(path))
+            rig = scene_io.read_rig(arm)
+        except (ValueError, RuntimeError) as exc:
+            skipped.append({"file": path.name, "reason": str(exc)})
+            continue
+        scene = bpy.context.scene
+        scene_fps = scene.render.fps / scene.render.fps_base
+        source_fps = _bvh_fps(path) if path.suffix.lower() == ".bvh" else scene_fps
+        species = table.species.get(path.stem) or ingest.species_from_file(path)
+        family = table.family.get(path.stem) or ingest.guess_family(rig, scene_io.object_matrix(arm))
+        split = "test" if path.stem in test_rigs else "train"
+        actions = armature_actions(arm)
+        if not actions:
+            skipped.append({"file": path.name, "reason": "no animation"})
+        for action in actions:
+            motion = scene_io.read_action(arm, rig, action, fps=source_fps)
+            if motion.frame_count < 2:
+                skipped.append({"file": path.name, "action": action.name, "reason": "a single frame"})
+                continue
+            label = ingest.clip_label(action.name)
+            if fps:
+                motion = motion.resampled(fps)
+            clip_path = ingest.write_ingested_clip(
+                out_dir, path, action.name, rig, motion, species, family, split,
+                table.for_clip(path.stem, label), seed + index)
+            written.append({"clip": clip_path.name, "file": path.name, "action": action.name,
+                            "species": species, "family": family, "split": split,
+                            "frames": motion.frame_count, "frame_start": int(action.frame_range[0])})
+        print(f"[{index + 1}/{len(files)}] {path.name}: {len(actions)} clips", flush=True)
+    return {"clips": written, "skipped": skipped, "out": str(out_dir.resolve())}

@@ -15,7 +15,7 @@ import itertools
 
 import numpy as np
 import pytest
-from assets_support import ASSETS
+
 from kirin.kirin_addon import canonical
 from kirin.kirin_addon.canonical import (
     PRIOR_SPAN,
@@ -29,6 +29,8 @@ from kirin.kirin_addon.canonical import (
 from kirin.kirin_addon.motion import Motion, world_deltas
 from kirin.kirin_addon.rig import Rig, side_of
 from kirin.kirin_addon.rotations import quat_normalize, quat_to_matrix
+
+from assets_support import ASSETS
 
 # Assets where the evidence is too weak and the prior decides (`guessed`), found by running the
 # detector on every asset: nameless or single-chain bodies with no ground to stand on.

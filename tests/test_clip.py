@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from kirin.kirin_addon.clip import FORMAT_VERSION, Clip, ClipError, load_clip, save_clip
 from kirin.kirin_addon.io_files import load_motion_file
 from kirin.kirin_addon.motion import Motion, joint_positions

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from kirin.kirin_addon.io_bvh import BvhError, load_bvh, unique_names
 from kirin.kirin_addon.motion import Motion, joint_positions
 

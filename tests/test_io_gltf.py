@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from kirin.kirin_addon.io_gltf import GltfError, load_gltf
 from kirin.kirin_addon.motion import Motion, joint_positions
 from kirin.kirin_addon.skinning import linear_blend_skinning, skin_matrices

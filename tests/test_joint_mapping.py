@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from kirin.kirin_addon.joint_mapping import (
     auto_map_joints,
     mapping_from_text,
@@ -542,8 +543,9 @@ def test_names_that_say_nothing_and_multiple_roots():
 
 def test_assignment_without_scipy(monkeypatch):
     # Inside Blender only numpy is sure to be there: the numpy Hungarian must agree with scipy's.
-    from kirin.kirin_addon import joint_mapping
     from scipy.optimize import linear_sum_assignment
+
+    from kirin.kirin_addon import joint_mapping
 
     rng = np.random.default_rng(0)
     source, target = humanoid("rigify", "A"), humanoid("mixamo", "T")

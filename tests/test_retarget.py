@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from assets_support import ASSETS
+
 from kirin.kirin_addon import rotations as rot
 from kirin.kirin_addon.canonical import detect_canonical_frame
 from kirin.kirin_addon.motion import joint_positions
 from kirin.kirin_addon.procedural import BipedSpec, biped_walk, build_biped
 from kirin.kirin_addon.retarget import retarget
+
+from assets_support import ASSETS
 
 LIMBS = [("mixamorig:LeftUpLeg", "mixamorig:LeftLeg", "DEF-thigh.L", "DEF-shin.L"),
          ("mixamorig:RightLeg", "mixamorig:RightFoot", "DEF-shin.R", "DEF-foot.R"),

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from kirin.kirin_addon import rotations as rot
 from kirin.kirin_addon.motion import (
     Motion,

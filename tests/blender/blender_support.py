@@ -11,6 +11,7 @@ import numpy as np
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-blender-user-"))
 
 import bpy  # noqa: E402
+
 from kirin.kirin_addon import rotations as rot  # noqa: E402
 from kirin.kirin_addon.motion import Motion, motion_from_world_deltas  # noqa: E402
 from kirin.operators import headless, scene_io  # noqa: E402

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from assets_support import ASSETS
-from blender_support import activate, bpy, scene_io
+
 from kirin.kirin_addon.clip import save_clip
 from kirin.kirin_addon.procedural import BipedSpec, biped_walk, default_retarget_pair
 from kirin.operators import headless
+
+from assets_support import ASSETS
+from blender_support import activate, bpy, scene_io
 
 
 @pytest.fixture

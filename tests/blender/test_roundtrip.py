@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from assets_support import asset_files
-from blender_support import bpy, random_world_motion, scene_io
+from mathutils import Matrix
+
 from kirin.kirin_addon.motion import Motion, forward_kinematics
 from kirin.kirin_addon.procedural import BipedSpec, build_biped
 from kirin.operators import headless
-from mathutils import Matrix
+
+from assets_support import asset_files
+from blender_support import bpy, random_world_motion, scene_io
 
 RIG_FILES = asset_files("*/*.glb", "*/*.gltf", "quaternius/*/*.glb", "*/*.bvh")
 ROTATION_MODES = ["QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE"]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from assets_support import asset_files
-from blender_support import bpy, random_world_motion, scene_io
+
 from kirin.kirin_addon.motion import forward_kinematics
 from kirin.kirin_addon.procedural import build_biped, capsule_mesh
 from kirin.kirin_addon.skinning import linear_blend_skinning, skin_matrices
 from kirin.operators import headless
+
+from assets_support import asset_files
+from blender_support import bpy, random_world_motion, scene_io
 
 MESH_FILES = asset_files("khronos_fox/*.glb", "khronos_cesiumman/*.glb", "threejs_robotexpressive/*.glb",
                          "quaternius/animals_pack/Husky.glb", "quaternius/dinosaurs_pack/Triceratops.glb")
