@@ -66,12 +66,34 @@ def species_from_file(path: str | Path) -> str:
     return " ".join(w.lower() for w in words) if words else "person"
 
 
-def guess_family(rig: Rig, world_matrix: np.ndarray | None = None) -> str:
-    """A family from the number of deforming feet on the ground at rest (canonical frame)."""
+_NOT_A_FOOT = re.compile(r"tail|ik|pole|target|pincer|jaw|wing|fin", re.IGNORECASE)
+
+
+def count_feet(rig: Rig, world_matrix: np.ndarray | None = None) -> int:
+    """Feet on the ground at rest (canonical frame): chain ends near the floor, leaving out tails
+    and IK helpers by name, with candidates closer than 8% of body size counted as one foot."""
     frame = detect_canonical_frame(rig, world_matrix=world_matrix)
     canonical = rig.transformed(frame.matrix())
-    feet = [j for j in canonical.foot_candidates() if canonical.deform[j]]
-    return {2: "biped", 4: "quadruped", 6: "hexapod", 8: "spider"}.get(len(feet), "unknown")
+    feet = [j for j in canonical.foot_candidates()
+            if canonical.deform[j] and not _NOT_A_FOOT.search(rig.names[j])]
+    groups: list[np.ndarray] = []
+    for j in feet:
+        head = canonical.heads[j]
+        if all(np.linalg.norm(head - g) > 0.08 * canonical.body_size for g in groups):
+            groups.append(head)
+    return len(groups)
+
+
+def guess_family(rig: Rig, world_matrix: np.ndarray | None = None) -> str:
+    """A family from the number of feet on the ground at rest; 'unknown' when it says nothing."""
+    feet = count_feet(rig, world_matrix)
+    if feet == 2:
+        return "biped"
+    if 3 <= feet <= 5:
+        return "quadruped"
+    if feet == 6:
+        return "hexapod"
+    return "spider" if 7 <= feet <= 10 else "unknown"
 
 
 def clip_captions(species: str, family: str, label: str, user: list[str], seed: int) -> list[str]:

@@ -156,7 +156,7 @@ def _parse_motion(lines: list[str], joints: list[_Joint]) -> tuple[np.ndarray, f
     return data, frame_time
 
 
-def _frames_to_fps(frame_time: float) -> float:
+def frame_rate(frame_time: float) -> float:
     fps = 1.0 / frame_time
     # Frame times are printed with few digits (.0083333): snap to an integer rate when that is
     # clearly what was meant, but keep genuine NTSC-like rates such as 29.97.
@@ -249,5 +249,5 @@ def load_bvh(path: str | os.PathLike, scale: float = 1.0) -> tuple[Rig, Motion]:
         if channel.endswith("position"):
             root_positions[:, _AXES[channel[0]]] += data[:, root.column + k]
     root_positions = root_positions * scale
-    motion = motion_from_world_deltas(rig, world, root_positions, _frames_to_fps(frame_time))
+    motion = motion_from_world_deltas(rig, world, root_positions, frame_rate(frame_time))
     return rig, motion

@@ -18,6 +18,7 @@ import bpy
 import numpy as np
 
 from ..kirin_addon.clip import save_clip
+from ..kirin_addon.io_bvh import frame_rate
 from ..kirin_addon.procedural import default_retarget_pair
 from . import scene_io
 
@@ -224,7 +225,7 @@ def _bvh_fps(path: Path) -> float:
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             if line.strip().lower().startswith("frame time"):
-                return 1.0 / float(line.split(":")[1])
+                return frame_rate(float(line.split(":")[1]))
     raise ValueError(f"{path.name}: no 'Frame Time' line.")
 
 
