@@ -48,6 +48,23 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_build(args: argparse.Namespace) -> int:
+    from .library import BuildConfig, build_library
+
+    config = BuildConfig(clips=args.clips, seed=args.seed, workers=args.workers, fps=args.fps,
+                         zero_shot_family=args.zero_shot_family)
+    stats = build_library(args.out, config, progress=not args.quiet)
+    print(json.dumps({k: stats[k] for k in ("clips", "seconds", "clips_per_family", "clips_per_split")},
+                     indent=2))
+    return 0
+
+
+def _cmd_preview(args: argparse.Namespace) -> int:
+    print(json.dumps(_headless().run_preview(args.library, args.out, count=args.count, frames=args.frames),
+                     indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kirin", description="Kirin: animate any rigged creature.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -75,6 +92,21 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--test-rigs", default="", help="comma-separated file stems kept as the test split")
     ingest.add_argument("--seed", type=int, default=0)
     ingest.set_defaults(func=_cmd_ingest)
+    build = data_sub.add_parser("build", help="generate the procedural library (deterministic by seed)")
+    build.add_argument("--out", required=True)
+    build.add_argument("--clips", type=int, default=1000)
+    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--fps", type=float, default=30.0)
+    build.add_argument("--workers", type=int, default=2)
+    build.add_argument("--zero-shot-family", default="dragon", help="family held out whole for tests")
+    build.add_argument("--quiet", action="store_true", help="no progress bar")
+    build.set_defaults(func=_cmd_build)
+    preview = data_sub.add_parser("preview", help="render a grid of clips as skinned meshes into an MP4")
+    preview.add_argument("library", help="folder of .npz clips")
+    preview.add_argument("--out", required=True, help="the .mp4 to write")
+    preview.add_argument("--count", type=int, default=9)
+    preview.add_argument("--frames", type=int, default=90)
+    preview.set_defaults(func=_cmd_preview)
     return parser
 
 

@@ -131,6 +131,11 @@ def setup_preview(arm: bpy.types.Object, rig, path: str, resolution: tuple[int, 
     scene.cycles.use_denoising = False
     scene.render.resolution_x, scene.render.resolution_y = resolution
     scene.render.resolution_percentage = 100
+    _video_output(scene, path)
+
+
+def _video_output(scene, path: str) -> None:
+    """Render to an H.264 MP4 when the path says so, else to numbered PNGs."""
     scene.render.filepath = path
     if path.lower().endswith((".mp4", ".mkv", ".avi")):
         settings = scene.render.image_settings
@@ -286,3 +291,41 @@ def run_ingest(folder: str, out: str, captions_csv: str | None = None, fps: floa
                             "frames": motion.frame_count, "frame_start": int(action.frame_range[0])})
         print(f"[{index + 1}/{len(files)}] {path.name}: {len(actions)} clips", flush=True)
     return {"clips": written, "skipped": skipped, "out": str(out_dir.resolve())}
+
+
+def encode_frames(frame_dir: str, out: str, fps: int = 30) -> str:
+    """Encode frame_*.png (one size) into an MP4 with Blender's sequencer and FFmpeg."""
+    frames = sorted(Path(frame_dir).glob("frame_*.png"))
+    if not frames:
+        raise ValueError(f"No frames in {frame_dir}.")
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    editor = scene.sequence_editor_create()
+    strip = editor.strips.new_image("grid", str(frames[0]), 1, 1)
+    for frame in frames[1:]:
+        strip.elements.append(frame.name)
+    from ..kirin_addon.render import read_png
+
+    height, width, _ = read_png(frames[0]).shape
+    scene.render.resolution_x, scene.render.resolution_y = width, height
+    scene.render.resolution_percentage = 100
+    scene.render.fps = fps
+    scene.frame_start, scene.frame_end = 1, len(frames)
+    scene.view_settings.view_transform = "Standard"
+    _video_output(scene, os.path.abspath(out))
+    bpy.ops.render.render(animation=True)
+    return os.path.abspath(out)
+
+
+def run_preview(library: str, out: str, count: int = 9, frames: int = 90, cell: int = 160) -> dict:
+    """`kirin data preview`: a grid of clips of a library folder rendered into an MP4."""
+    from ..kirin_addon.preview import pick_clips, render_grid_frames
+
+    paths = sorted(Path(library).rglob("*.npz"))
+    if not paths:
+        raise ValueError(f"No clips (.npz) under {library}.")
+    chosen = pick_clips(paths, count)
+    frame_dir = Path(tempfile.mkdtemp(prefix="kirin-grid-"))
+    n = render_grid_frames(chosen, frame_dir, cell=cell, frames=frames)
+    video = encode_frames(str(frame_dir), out)
+    return {"video": video, "frames": n, "clips": [str(p) for p in chosen]}
