@@ -119,7 +119,8 @@ def write_ingested_clip(out_dir: Path, source: Path, action_name: str, rig: Rig,
                         species: str, family: str, split: str, user_captions: list[str], seed: int) -> Path:
     label = clip_label(action_name)
     captions = clip_captions(species, family, label, user_captions, seed)
-    path = out_dir / clip_file_name(source.stem, label)
+    # The folder keeps two files with one stem apart (two Fox.glb in ../shared/assets).
+    path = out_dir / clip_file_name(f"{source.parent.name}__{source.stem}", label)
     save_clip(path, rig, motion, captions, {
         "name": label, "source": source.name, "action": action_name, "species": species,
         "family": family, "split": split, "fps": motion.fps, "frames": motion.frame_count,

@@ -100,12 +100,15 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
     write_png(root / image_rel, rasterize(creature.mesh.vertices, creature.mesh.triangles, camera,
                                           size=config.image_size))
     actions = list(ACTIONS_BY_FAMILY[family])
-    order = rng.permutation(len(actions))
+    # Creatures of a family take the family's actions in turn, so every action appears as soon as
+    # a family has that many clips; which creature does which still varies with the seed.
+    start = int(_rng(config.seed, 3).integers(len(actions)))
+    offset = (k // len(FAMILIES)) * config.clips_per_creature + start
     rows = []
     for i in range(clip_count):
         index = k * config.clips_per_creature + i
         clip_rng = _rng(config.seed, k, i, 1)
-        action = actions[order[i % len(actions)]]
+        action = actions[(offset + i) % len(actions)]
         frames = int(clip_rng.integers(config.min_frames, config.max_frames + 1))
         direction = "forward"
         segments = None
