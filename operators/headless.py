@@ -234,6 +234,16 @@ def _bvh_fps(path: Path) -> float:
     raise ValueError(f"{path.name}: no 'Frame Time' line.")
 
 
+def world_motion(motion, world: np.ndarray):
+    """The motion of a rig moved by the similarity `world`: root path moved, local moves scaled."""
+    from ..kirin_addon.motion import Motion
+
+    scale = float(np.cbrt(np.linalg.det(world[:3, :3])))
+    root = motion.root_positions @ world[:3, :3].T + world[:3, 3]
+    moved = None if motion.translations is None else motion.translations * scale
+    return Motion(motion.fps, root, motion.rotations, moved)
+
+
 def armature_actions(arm: bpy.types.Object) -> list:
     """Actions that animate this armature's bones (as left by an importer)."""
     found = []
@@ -273,10 +283,13 @@ def run_ingest(folder: str, out: str, captions_csv: str | None = None, fps: floa
         family = table.family.get(path.stem) or ingest.guess_family(rig, scene_io.object_matrix(arm))
         split = "test" if path.stem in test_rigs else "train"
         actions = armature_actions(arm)
+        # Clips are stored in Blender's world axes (Z-up), whatever the armature object's turn.
+        world = scene_io.object_matrix(arm)
+        world_rig = rig.transformed(world)
         if not actions:
             skipped.append({"file": path.name, "reason": "no animation"})
         for action in actions:
-            motion = scene_io.read_action(arm, rig, action, fps=source_fps)
+            motion = world_motion(scene_io.read_action(arm, rig, action, fps=source_fps), world)
             if motion.frame_count < 2:
                 skipped.append({"file": path.name, "action": action.name, "reason": "a single frame"})
                 continue
@@ -284,7 +297,7 @@ def run_ingest(folder: str, out: str, captions_csv: str | None = None, fps: floa
             if fps:
                 motion = motion.resampled(fps)
             clip_path = ingest.write_ingested_clip(
-                out_dir, path, action.name, rig, motion, species, family, split,
+                out_dir, path, action.name, world_rig, motion, species, family, split,
                 table.for_clip(path.stem, label), seed + index)
             written.append({"clip": clip_path.name, "file": path.name, "action": action.name,
                             "species": species, "family": family, "split": split,

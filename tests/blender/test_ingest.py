@@ -41,8 +41,9 @@ def replay_error(path, clip, action_name: str, frame_start: int, samples: int = 
     worst = 0.0
     for k in np.linspace(0, clip.motion.frame_count - 1, samples).astype(int):
         bpy.context.scene.frame_set(frame_start + int(k))
-        got = scene_io.evaluated_pose(arm, rig)
-        worst = max(worst, float(np.max(np.abs(got[:, :3, 3] - expected[k, :, :3, 3]))) / rig.body_size)
+        world = scene_io.object_matrix(arm)  # clips are stored in world axes
+        got = scene_io.evaluated_pose(arm, rig)[:, :3, 3] @ world[:3, :3].T + world[:3, 3]
+        worst = max(worst, float(np.max(np.abs(got - expected[k, :, :3, 3]))) / clip.rig.body_size)
     return worst
 
 
