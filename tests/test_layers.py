@@ -37,5 +37,7 @@ def test_engine_imports_without_blender():
     import importlib
 
 
-    for module in ("rig", "motion", "rotations", "retarget", "procedural", "skinning"):
+    for module in ("rig", "motion", "rotations", "retarget", "procedural", "skinning", "canonical",
+                   "joint_mapping", "families", "controllers", "captions", "metrics", "library", "ingest",
+                   "render", "preview", "io_files"):
         importlib.import_module(f"kirin.kirin_addon.{module}")
