@@ -32,6 +32,10 @@ FORWARD = np.array([0.0, -1.0, 0.0])
 # Leg reach kept inside [min, max] of the solved two-bone pair: a straight knee is a singularity.
 REACH_MAX = 0.985
 REACH_MIN_EXTRA = 0.04
+# Body drop (in leg lengths) a gait may count on when the rest leg is too straight to sweep.
+CROUCH = 0.08
+# At least this many frames per gait cycle by default: faster cycles alias at the clip's frame rate.
+MIN_CYCLE_FRAMES = 6.0
 
 
 @dataclass(frozen=True)
@@ -474,12 +478,22 @@ def phase_offsets(pattern: str, legs: list[LegRig]) -> np.ndarray:
 def max_sweep(creature: Creature, legs: list[LegRig]) -> float:
     """Longest stance sweep (m) every leg can cover from its rest stance with little body drop."""
     heads = creature.rig.heads
+    crouch = CROUCH * max(creature.leg_length, 1e-3)
     sweeps = []
     for leg in legs:
         start, end = heads[leg.chain[leg.pair]], heads[leg.chain[leg.pair + 2]]
-        vertical = start[2] - end[2]
+        # The foot sweeps fore–aft (y) with its lateral (x) and vertical (z) offsets fixed: sprawled
+        # legs have less of their reach left for the stride than upright ones.
+        lateral, fore_aft, vertical = np.abs(start - end)
+        if lateral < 0.5 * vertical:
+            fore_aft = 0.0  # upright legs: a small body drop absorbs the fore–aft offset
         reach = 0.93 * leg.reach[1]
-        sweeps.append(2.0 * np.sqrt(max(reach**2 - vertical**2, (0.2 * reach) ** 2)))
+        half = np.sqrt(max(reach**2 - vertical**2 - lateral**2, 0.0)) - fore_aft
+        if half < 0.2 * reach:
+            # A (nearly) straight rest leg: count on a slight crouch rather than a sliver of sweep.
+            lowered = max(vertical - crouch, 0.0)
+            half = max(np.sqrt(max(reach**2 - lowered**2 - lateral**2, 0.0)) - fore_aft, 0.2 * reach)
+        sweeps.append(2.0 * half)
     return 0.9 * min(sweeps)
 
 
@@ -677,11 +691,15 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
             v = float(seg["speed"])
         else:
             v = 0.0 if seg["gait"] == "turn" else variation * np.sqrt(gait.froude * GRAVITY * leg_len)
+            # Default speeds stay what the legs can sweep at a cycle rate the frame rate can show.
+            v = min(v, variation * sweep * fps / (MIN_CYCLE_FRAMES * gait.duty))
         seg["speed"] = v
         gaits.append(gait)
         speeds.append(v)
         # Stance sweep v·duty/f must fit what the legs can reach without a deep crouch.
-        f = max(stride_frequency(gait, v if not stop else 0.0, leg_len), v * gait.duty / sweep) * stride_mult
+        # Tiny legs give Alexander frequencies above what the frame rate can show: cap them there.
+        natural = min(stride_frequency(gait, v if not stop else 0.0, leg_len), fps / MIN_CYCLE_FRAMES)
+        f = max(natural, v * gait.duty / sweep) * stride_mult
         freqs.append(freqs[-1] if stop else f)
         turns.append(0.0 if stop else turn_rate)
     f_min = min(freqs)
