@@ -6,6 +6,7 @@ linear blend skinning and drawn by the numpy rasteriser. The camera follows each
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +24,25 @@ FAMILY_COLOURS = {
 }
 
 
+def _families_from_index(paths: list[Path]) -> dict[Path, str]:
+    """Families from a library's index.json (written by `kirin data build`), to avoid opening
+    every clip; empty when there is none."""
+    found: dict[Path, str] = {}
+    roots = {p.parent.parent for p in paths} | {p.parent for p in paths}
+    for root in roots:
+        index = root / "index.json"
+        if index.is_file():
+            for row in json.loads(index.read_text()):
+                found[root / row["file"]] = row["family"]
+    return found
+
+
 def pick_clips(paths: list[Path], count: int) -> list[Path]:
     """Up to `count` clips spread over families and actions (round robin by family)."""
     by_family: dict[str, list[Path]] = {}
+    families = _families_from_index(paths)
     for path in paths:
-        family = str(load_clip(path).metadata.get("family", "unknown"))
+        family = families.get(path) or str(load_clip(path).metadata.get("family", "unknown"))
         by_family.setdefault(family, []).append(path)
     chosen: list[Path] = []
     while len(chosen) < count and any(by_family.values()):
