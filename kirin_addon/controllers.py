@@ -21,7 +21,7 @@ import numpy as np
 from .creature import LEFT, Creature, Limb
 from .ik import aim, two_bone_deltas
 from .motion import Motion, motion_from_world_deltas
-from .rotations import quat_from_axis_angle, quat_identity, quat_multiply, quat_rotate
+from .rotations import quat_about, quat_identity, quat_multiply, quat_rotate
 
 GRAVITY = 9.81
 X_AXIS = np.array([1.0, 0.0, 0.0])  # the creature's lateral axis (pitch)
@@ -114,10 +114,7 @@ class GeneratedClip:
 
 
 # ----------------------------------------------------------------------------- small helpers
-def about(axis: np.ndarray, angle: np.ndarray | float) -> np.ndarray:
-    """Quaternions (…,4) for rotations by `angle` (…) about one fixed axis."""
-    angle = np.asarray(angle, dtype=np.float64)
-    return quat_from_axis_angle(np.broadcast_to(axis, (*angle.shape, 3)), angle)
+about = quat_about  # rotations by angles about one fixed axis (used everywhere below)
 
 
 def euler_q(pitch: np.ndarray, roll: np.ndarray, yaw: np.ndarray) -> np.ndarray:

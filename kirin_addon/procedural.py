@@ -12,7 +12,7 @@ import numpy as np
 
 from .motion import Motion, motion_from_world_deltas
 from .rig import Rig, rig_from_bones
-from .rotations import quat_from_axis_angle, quat_multiply
+from .rotations import quat_about, quat_multiply
 from .skinning import SkinnedMesh
 
 # Biped naming conventions, by role. {s} is the side ("Left"/"Right" or "L"/"R").
@@ -118,11 +118,6 @@ def _role_index(rig: Rig, spec: BipedSpec) -> dict[str, int]:
     return {role: rig.index(name) for role, name in roles.items()}
 
 
-def _about(axis, angle) -> np.ndarray:
-    angle = np.asarray(angle, dtype=np.float64)
-    return quat_from_axis_angle(np.broadcast_to(np.asarray(axis, dtype=np.float64), (*angle.shape, 3)), angle)
-
-
 def biped_walk(rig: Rig, spec: BipedSpec | None = None, frames: int = 60, fps: float = 30.0,
                speed: float = 1.2, cadence: float = 0.9) -> Motion:
     """A walk cycle along −Y: legs swing about the lateral axis, arms hang and counter-swing.
@@ -137,7 +132,7 @@ def biped_walk(rig: Rig, spec: BipedSpec | None = None, frames: int = 60, fps: f
     deltas = np.zeros((frames, rig.joint_count, 4))
     deltas[..., 0] = 1.0
     x_axis, y_axis = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
-    sway = _about([0, 0, 1], 0.06 * np.sin(phase))
+    sway = quat_about([0, 0, 1], 0.06 * np.sin(phase))
     for j in range(rig.joint_count):
         deltas[:, j] = sway
     arm_down = 0.0 if spec.arm_pose == "A" else np.radians(45.0)
@@ -146,17 +141,17 @@ def biped_walk(rig: Rig, spec: BipedSpec | None = None, frames: int = 60, fps: f
         hip = 0.45 * np.sin(leg_phase)  # forward swing lifts the foot towards −Y
         knee = 0.55 * np.clip(np.sin(leg_phase + 1.2), 0.0, None) + 0.05  # shin swings back
         ankle = 0.2 * np.sin(leg_phase - 0.5)
-        thigh_q = quat_multiply(sway, _about(x_axis, hip))
-        shin_q = quat_multiply(thigh_q, _about(x_axis, knee))
-        foot_q = quat_multiply(shin_q, _about(x_axis, -knee * 0.6 + ankle))
+        thigh_q = quat_multiply(sway, quat_about(x_axis, hip))
+        shin_q = quat_multiply(thigh_q, quat_about(x_axis, knee))
+        foot_q = quat_multiply(shin_q, quat_about(x_axis, -knee * 0.6 + ankle))
         deltas[:, role[f"thigh.{side}"]] = thigh_q
         deltas[:, role[f"shin.{side}"]] = shin_q
         deltas[:, role[f"foot.{side}"]] = foot_q
         deltas[:, role[f"toe.{side}"]] = foot_q
         swing = -0.35 * np.sin(leg_phase)
-        lower = _about(y_axis, sign * arm_down * np.ones_like(t))
-        upper_q = quat_multiply(sway, quat_multiply(_about(x_axis, swing), lower))
-        fore_q = quat_multiply(upper_q, _about(x_axis, np.full_like(t, -0.25)))
+        lower = quat_about(y_axis, sign * arm_down * np.ones_like(t))
+        upper_q = quat_multiply(sway, quat_multiply(quat_about(x_axis, swing), lower))
+        fore_q = quat_multiply(upper_q, quat_about(x_axis, np.full_like(t, -0.25)))
         deltas[:, role[f"upper_arm.{side}"]] = upper_q
         deltas[:, role[f"forearm.{side}"]] = fore_q
         deltas[:, role[f"hand.{side}"]] = fore_q

@@ -69,6 +69,12 @@ def quat_from_axis_angle(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cos(half), np.sin(half) * axis], axis=-1)
 
 
+def quat_about(axis: np.ndarray, angle: np.ndarray | float) -> np.ndarray:
+    """Quaternions (…,4) for rotations by `angle` (…) about one fixed axis (3,)."""
+    angle = np.asarray(angle, dtype=np.float64)
+    return quat_from_axis_angle(np.broadcast_to(np.asarray(axis, dtype=np.float64), (*angle.shape, 3)), angle)
+
+
 def quat_to_axis_angle(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     q = quat_positive_w(quat_normalize(q))
     s = np.linalg.norm(q[..., 1:], axis=-1)
