@@ -59,6 +59,20 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from .calibration import measure_authored, measure_generated, report_markdown
+
+    authored = measure_authored(args.authored)
+    if not authored:
+        raise ValueError(f"No authored quadruped walk/gallop/run clips found in {args.authored}.")
+    generated = measure_generated(seeds=range(args.seeds))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report_markdown(authored, generated, authored_dir=args.authored, seeds=args.seeds))
+    print(json.dumps({"authored": len(authored), "generated": len(generated), "out": str(out)}, indent=2))
+    return 0
+
+
 def _cmd_preview(args: argparse.Namespace) -> int:
     print(json.dumps(_headless().run_preview(args.library, args.out, count=args.count, frames=args.frames),
                      indent=2))
@@ -101,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--zero-shot-family", default="dragon", help="family held out whole for tests")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.set_defaults(func=_cmd_build)
+    calibrate = data_sub.add_parser("calibrate", help="compare procedural gaits with authored clips")
+    calibrate.add_argument("--authored", required=True, help="folder of .npz clips from `kirin data ingest`")
+    calibrate.add_argument("--out", default="docs/calibration.md", help="the markdown report to write")
+    calibrate.add_argument("--seeds", type=int, default=8, help="procedural quadrupeds to generate")
+    calibrate.set_defaults(func=_cmd_calibrate)
     preview = data_sub.add_parser("preview", help="render a grid of clips as skinned meshes into an MP4")
     preview.add_argument("library", help="folder of .npz clips")
     preview.add_argument("--out", required=True, help="the .mp4 to write")
