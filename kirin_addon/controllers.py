@@ -416,8 +416,12 @@ def segment_weights(times: np.ndarray, durations: list[float], ramp: float) -> n
 
 
 def build_path(times: np.ndarray, pad: int, frames: int, fps: float, speeds: np.ndarray, weights: np.ndarray,
-               turns: np.ndarray, sign: float, start: np.ndarray) -> Profile:
-    """Integrate heading and ground position; the clip's first frame sits at `start`, heading 0."""
+               turns: np.ndarray, sign: float, start: np.ndarray, pivot: np.ndarray | None = None) -> Profile:
+    """Integrate heading and ground position; the clip's first frame sits at `start`, heading 0.
+
+    The path is that of `pivot` (rest position; default `start`, the pelvis): the pelvis track is
+    the pivot's track plus the pelvis's rest offset from it, turned with the heading.
+    """
     speed = weights @ speeds
     turn = weights @ turns
     dt = 1.0 / fps
@@ -425,7 +429,13 @@ def build_path(times: np.ndarray, pad: int, frames: int, fps: float, speeds: np.
     heading -= heading[pad]
     velocity = sign * speed[:, None] * heading_forward(heading)[:, :2]
     position = np.concatenate([[[0.0, 0.0]], np.cumsum(0.5 * (velocity[1:] + velocity[:-1]) * dt, axis=0)])
-    position += start[:2] - position[pad]
+    if pivot is None:
+        position += start[:2] - position[pad]
+    else:
+        arm = start[:2] - pivot[:2]
+        c, s = np.cos(heading), np.sin(heading)
+        swung = np.stack([c * arm[0] - s * arm[1], s * arm[0] + c * arm[1]], axis=-1)
+        position += pivot[:2] - position[pad] + swung
     return Profile(times, pad, frames, fps, speed, turn, heading, position, weights)
 
 
@@ -675,6 +685,13 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     family = creature.family
     frames = int(round(sum(s["duration"] for s in segments) * fps))
     sweep = max_sweep(creature, legs)
+    pelvis_rest = creature.rig.heads[creature.pelvis].copy()
+    feet_rest = np.array([leg.foot_rest for leg in legs])
+    # Turning in place pivots about the centre of the feet, not the pelvis (a cow's hips sit far
+    # behind its fore feet): no foot then swings round a long lever arm.
+    in_place = all(s["gait"] in ("stop", "stand") or s["speed"] == 0.0 for s in segments)
+    pivot = feet_rest.mean(axis=0) if in_place else pelvis_rest
+    lever = float(np.max(np.hypot(*(feet_rest - pivot)[:, :2].T)))
     gaits, speeds, freqs, turns = [], [], [], []
     variation = rng.uniform(0.92, 1.08)
     for k, seg in enumerate(segments):
@@ -693,10 +710,12 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
         seg["speed"] = v
         gaits.append(gait)
         speeds.append(v)
-        # Stance sweep v·duty/f must fit what the legs can reach without a deep crouch.
+        # Stance sweep v·duty/f must fit what the legs can reach without a deep crouch; turning in
+        # place, so must the arc |ω|·lever·duty/f the farthest foot sweeps about the pivot.
         # Tiny legs give Alexander frequencies above what the frame rate can show: cap them there.
         natural = min(stride_frequency(gait, v if not stop else 0.0, leg_len), fps / MIN_CYCLE_FRAMES)
-        f = max(natural, v * gait.duty / sweep) * stride_mult
+        swept = abs(turn_rate) * lever if in_place and not stop else v
+        f = max(natural, swept * gait.duty / sweep) * stride_mult
         freqs.append(freqs[-1] if stop else f)
         turns.append(0.0 if stop else turn_rate)
     f_min = min(freqs)
@@ -708,9 +727,8 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     ramp = min(0.5, 0.6 * min(durations))
     weights = segment_weights(times, durations, ramp)
     sign = -1.0 if direction == "backward" else 1.0
-    pelvis_rest = creature.rig.heads[creature.pelvis].copy()
     profile = build_path(times, pad, frames, fps, np.array(speeds), weights, np.array(turns), sign,
-                         pelvis_rest)
+                         pelvis_rest, pivot if in_place else None)
 
     # Blend gait parameters across segments; phase offsets blend along the shortest way round.
     stop_mask = np.array([s["gait"] in ("stop", "stand") for s in segments], dtype=float)

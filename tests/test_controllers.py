@@ -211,7 +211,10 @@ def _bone_length_error(c: Creature, positions: np.ndarray) -> float:
 
 @pytest.mark.parametrize("name,action", CASES)
 def test_clip_is_contact_consistent(name: str, action: str) -> None:
-    c = creature(name)
+    _check_contact_consistent(creature(name), action)
+
+
+def _check_contact_consistent(c: Creature, action: str) -> None:
     clip = ctl.generate(c, action, seed=3, frames=60)
     motion = clip.motion
     assert clip.action == action
@@ -234,6 +237,18 @@ def test_clip_is_contact_consistent(name: str, action: str) -> None:
     assert clip.contacts.any(axis=0).all() or wave_arm or action == "jump"
     if action in LOCOMOTION or c.family in ("quadruped", "biped", "hexapod", "spider", "bird"):
         assert pos[..., 2].min() >= -1e-6 * size, "a joint goes below the ground"
+
+
+@pytest.mark.parametrize("family,seed", [("quadruped", 5), ("dragon", 1)])
+def test_turn_in_place_regressions(family: str, seed: int) -> None:
+    """Turning in place once pivoted about the pelvis at a slow stride: the cow's fore feet swung round
+    a long lever, the body sank below the ground (cow) or onto its feet until they slid (dragon)."""
+    fam = pytest.importorskip("kirin.kirin_addon.families")
+    c = fam.build_creature(family, seed)
+    _check_contact_consistent(c, "turn")
+    clip = ctl.generate(c, "turn", seed=3, frames=60)
+    assert clip.metadata["body_drop_max"] <= 0.15 * c.leg_length
+    assert clip.metadata["unreached_planted"] == 0
 
 
 @pytest.mark.parametrize("name", [n for n in ALL_MAKERS if n in ("quadruped", "biped", "hexapod", "spider")
