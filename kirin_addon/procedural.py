@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .motion import Motion, motion_from_world_deltas
-from .rig import Rig, rig_from_bones
+from .rig import Rig, RigBuilder
 from .rotations import quat_about, quat_multiply
 from .skinning import SkinnedMesh
 
@@ -55,17 +55,8 @@ def build_biped(spec: BipedSpec | None = None) -> Rig:
     h = spec.height
     hip_z = spec.leg_ratio * h
     chest_z = hip_z + 0.3 * h
-    names: list[str] = []
-    parents: list[int] = []
-    heads: list[np.ndarray] = []
-    tails: list[np.ndarray] = []
-
-    def add(name: str, parent: int, head, tail) -> int:
-        names.append(name)
-        parents.append(parent)
-        heads.append(np.asarray(head, dtype=np.float64))
-        tails.append(np.asarray(tail, dtype=np.float64))
-        return len(names) - 1
+    bones = RigBuilder()
+    add = bones.add
 
     hips = add(_name(spec, "hips"), -1, [0, 0, hip_z], [0, 0, hip_z + 0.08 * h])
     parent = hips
@@ -106,8 +97,8 @@ def build_biped(spec: BipedSpec | None = None) -> Rig:
 
     rolls = 0.0
     if spec.roll_seed is not None:
-        rolls = np.random.default_rng(spec.roll_seed).uniform(-np.pi, np.pi, len(names))
-    return rig_from_bones(names, parents, np.array(heads), np.array(tails), rolls)
+        rolls = np.random.default_rng(spec.roll_seed).uniform(-np.pi, np.pi, len(bones.names))
+    return bones.build(rolls)
 
 
 def _role_index(rig: Rig, spec: BipedSpec) -> dict[str, int]:

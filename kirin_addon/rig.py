@@ -340,3 +340,36 @@ def rig_from_bones(
     rolls = np.broadcast_to(np.asarray(rolls, dtype=np.float64), (len(names),))
     rest = compose(bone_frame(heads, tails, rolls), heads)
     return Rig(list(names), np.asarray(parents, dtype=np.int64), rest, tails, deform)
+
+
+class RigBuilder:
+    """Collects bones by name, parent, head and tail (edit-bone style), then builds the Rig.
+
+    `parent` may be an index, a bone name, or None/-1 for a root; `add` returns the new index.
+    """
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.parents: list[int] = []
+        self.heads: list[np.ndarray] = []
+        self.tails: list[np.ndarray] = []
+
+    def add(self, name: str, parent: int | str | None, head, tail) -> int:
+        if isinstance(parent, str):
+            parent = self.names.index(parent)
+        self.names.append(name)
+        self.parents.append(-1 if parent is None else int(parent))
+        self.heads.append(np.asarray(head, dtype=np.float64))
+        self.tails.append(np.asarray(tail, dtype=np.float64))
+        return len(self.names) - 1
+
+    def chain(self, prefix: str, parent: int | str | None, points: list) -> list[int]:
+        """Bones prefix0, prefix1, … through consecutive points, each the child of the last."""
+        out = []
+        for k in range(len(points) - 1):
+            parent = self.add(f"{prefix}{k}", parent, points[k], points[k + 1])
+            out.append(parent)
+        return out
+
+    def build(self, rolls: np.ndarray | float = 0.0) -> Rig:
+        return rig_from_bones(self.names, self.parents, np.array(self.heads), np.array(self.tails), rolls)

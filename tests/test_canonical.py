@@ -27,7 +27,7 @@ from kirin.kirin_addon.canonical import (
     rank_orientations,
 )
 from kirin.kirin_addon.motion import Motion, world_deltas
-from kirin.kirin_addon.rig import Rig, side_of
+from kirin.kirin_addon.rig import Rig, RigBuilder, side_of
 from kirin.kirin_addon.rotations import quat_normalize, quat_to_matrix
 
 from assets_support import ASSETS
@@ -135,28 +135,6 @@ def _assert_left_on_plus_x(rig: Rig, frame: CanonicalFrame) -> None:
 
 
 # --------------------------------------------------------------------------- synthetic rigs
-class _Builder:
-    """Bones by name, head and tail; rest rotations do not matter to detection."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.parents: list[int] = []
-        self.heads: list[np.ndarray] = []
-        self.tails: list[np.ndarray] = []
-
-    def add(self, name: str, parent: str | None, head, tail) -> str:
-        self.names.append(name)
-        self.parents.append(-1 if parent is None else self.names.index(parent))
-        self.heads.append(np.asarray(head, dtype=np.float64))
-        self.tails.append(np.asarray(tail, dtype=np.float64))
-        return name
-
-    def rig(self) -> Rig:
-        rest = np.repeat(np.eye(4)[None], len(self.names), axis=0)
-        rest[:, :3, 3] = np.array(self.heads)
-        return Rig(self.names, np.array(self.parents), rest, np.array(self.tails))
-
-
 def _namer(naming: str):
     """Bone names in a convention: "blender" (Thigh.L), "mixamo" (LeftThigh) or "none" (bone_07)."""
     count = itertools.count()
@@ -174,7 +152,7 @@ def _namer(naming: str):
 
 def biped(naming: str = "blender", arms: str = "T") -> Rig:
     """A 1.8 m humanoid facing −Y, Z up, in T- or A-pose, toes forward."""
-    b, nm = _Builder(), _namer(naming)
+    b, nm = RigBuilder(), _namer(naming)
     hips = b.add(nm("Hips"), None, [0, 0, 0.95], [0, 0, 1.1])
     spine = b.add(nm("Spine"), hips, [0, 0, 1.1], [0, 0, 1.35])
     chest = b.add(nm("Chest"), spine, [0, 0, 1.35], [0, 0, 1.5])
@@ -191,12 +169,12 @@ def biped(naming: str = "blender", arms: str = "T") -> Rig:
         arm = b.add(nm("Arm", side), collar, shoulder, shoulder + 0.28 * reach)
         fore = b.add(nm("ForeArm", side), arm, shoulder + 0.28 * reach, shoulder + 0.53 * reach)
         b.add(nm("Hand", side), fore, shoulder + 0.53 * reach, shoulder + 0.63 * reach)
-    return b.rig()
+    return b.build()
 
 
 def quadruped(naming: str = "blender") -> Rig:
     """A dog-sized quadruped facing −Y: raised neck and head, drooping tail, four legs down."""
-    b, nm = _Builder(), _namer(naming)
+    b, nm = RigBuilder(), _namer(naming)
     pelvis = b.add(nm("Pelvis"), None, [0, 0.4, 0.7], [0, 0.1, 0.72])
     spine = b.add(nm("Spine"), pelvis, [0, 0.1, 0.72], [0, -0.3, 0.75])
     neck = b.add(nm("Neck"), spine, [0, -0.3, 0.75], [0, -0.45, 0.95])
@@ -210,12 +188,12 @@ def quadruped(naming: str = "blender") -> Rig:
             lower = b.add(nm(f"{end}LowerLeg", side), upper, [sx * 0.12, y, 0.35],
                           [sx * 0.12, y + 0.03, 0.06])
             b.add(nm(f"{end}Foot", side), lower, [sx * 0.12, y + 0.03, 0.06], [sx * 0.12, y - 0.05, 0.0])
-    return b.rig()
+    return b.build()
 
 
 def snake(count: int = 16) -> Rig:
     """A snake lying in an S on the ground, its head (raised a little) towards −Y."""
-    b = _Builder()
+    b = RigBuilder()
     t = np.linspace(0.0, 1.0, count + 1)
     points = np.stack([0.12 * np.sin(2.5 * np.pi * t), 0.8 - 1.6 * t, np.full_like(t, 0.03)], axis=1)
     points[-2:, 2] += [0.03, 0.07]
@@ -224,7 +202,7 @@ def snake(count: int = 16) -> Rig:
         parent = b.add(f"{'Tail' if i < 4 else 'Spine'}{i:02d}", parent, points[i], points[i + 1])
     head = b.add("Head", parent, points[-1], points[-1] + [0, -0.1, 0.0])
     b.add("Jaw", head, points[-1] + [0, -0.01, -0.02], points[-1] + [0, -0.09, -0.02])
-    return b.rig()
+    return b.build()
 
 
 SYNTHETIC = {
@@ -274,11 +252,11 @@ def test_procedural_biped_is_canonical(naming, pose):
 
 def test_featureless_rig_falls_back_to_the_blender_convention():
     """A straight unnamed chain gives no evidence: the prior (+Z up, −Y forward) decides, and says so."""
-    b = _Builder()
+    b = RigBuilder()
     parent = None
     for i in range(4):
         parent = b.add(f"bone_{i}", parent, [0.3 * i, 0, 0], [0.3 * (i + 1), 0, 0])
-    frame = detect_canonical_frame(b.rig())
+    frame = detect_canonical_frame(b.build())
     assert frame.guessed
     assert frame.up_axis == "+Z"
     assert frame.forward_axis == "-Y"

@@ -11,44 +11,18 @@ from kirin.kirin_addon import controllers as ctl
 from kirin.kirin_addon.creature import LEFT, RIGHT, Creature, Limb
 from kirin.kirin_addon.motion import joint_positions, world_deltas
 from kirin.kirin_addon.procedural import BipedSpec, build_biped, capsule_mesh
-from kirin.kirin_addon.rig import rig_from_bones
+from kirin.kirin_addon.rig import RigBuilder
 from kirin.kirin_addon.rotations import quat_rotate
 
 
 # ----------------------------------------------------------------------------- fixture creatures
-class _Builder:
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.parents: list[int] = []
-        self.heads: list[np.ndarray] = []
-        self.tails: list[np.ndarray] = []
-
-    def add(self, name: str, parent: int, head, tail) -> int:
-        self.names.append(name)
-        self.parents.append(parent)
-        self.heads.append(np.asarray(head, dtype=float))
-        self.tails.append(np.asarray(tail, dtype=float))
-        return len(self.names) - 1
-
-    def chain(self, prefix: str, parent: int, points: list) -> list[int]:
-        out = []
-        for k in range(len(points) - 1):
-            parent = self.add(f"{prefix}{k}", parent, points[k], points[k + 1])
-            out.append(parent)
-        return out
-
-    def rig(self, seed: int):
-        rolls = np.random.default_rng(seed).uniform(-np.pi, np.pi, len(self.names))
-        return rig_from_bones(self.names, self.parents, np.array(self.heads), np.array(self.tails), rolls)
-
-
-def _creature(b: _Builder, family: str, seed: int, **roles) -> Creature:
-    rig = b.rig(seed)
+def _creature(b: RigBuilder, family: str, seed: int, **roles) -> Creature:
+    rig = b.build(np.random.default_rng(seed).uniform(-np.pi, np.pi, len(b.names)))
     return Creature(family=family, species=family, rig=rig, mesh=capsule_mesh(rig), seed=seed, **roles)
 
 
 def make_quadruped(seed: int = 0) -> Creature:
-    b = _Builder()
+    b = RigBuilder()
     pelvis = b.add("pelvis", -1, [0, 0.40, 0.62], [0, 0.20, 0.63])
     spine = b.chain("spine", pelvis, [[0, 0.20, 0.63], [0, -0.05, 0.64], [0, -0.30, 0.66], [0, -0.42, 0.67]])
     neck = b.chain("neck", spine[-1], [[0, -0.42, 0.67], [0, -0.52, 0.80], [0, -0.58, 0.90]])
@@ -68,7 +42,7 @@ def make_quadruped(seed: int = 0) -> Creature:
 
 
 def make_hexapod(seed: int = 0, pairs: int = 3, family: str = "hexapod") -> Creature:
-    b = _Builder()
+    b = RigBuilder()
     pelvis = b.add("thorax", -1, [0, 0.06, 0.08], [0, -0.04, 0.08])
     spine = [b.add("head_seg", pelvis, [0, -0.04, 0.08], [0, -0.08, 0.08])]
     limbs = []
@@ -109,7 +83,7 @@ def make_biped(seed: int = 0) -> Creature:
 
 
 def make_serpent(seed: int = 0, family: str = "serpent") -> Creature:
-    b = _Builder()
+    b = RigBuilder()
     pelvis = b.add("body0", -1, [0, 0.3, 0.05], [0, 0.15, 0.05])
     pts = [[0, y, 0.05] for y in np.linspace(0.15, -0.6, 6)]
     spine = b.chain("body", pelvis, pts)
@@ -123,7 +97,7 @@ def make_serpent(seed: int = 0, family: str = "serpent") -> Creature:
     return _creature(b, family, seed, pelvis=pelvis, spine=spine, head=head, tail=tail, limbs=limbs)
 
 
-def _add_wings(b: _Builder, parent: int, root, span: float) -> list[Limb]:
+def _add_wings(b: RigBuilder, parent: int, root, span: float) -> list[Limb]:
     limbs = []
     for side in (LEFT, RIGHT):
         x, y, z = root
@@ -134,7 +108,7 @@ def _add_wings(b: _Builder, parent: int, root, span: float) -> list[Limb]:
 
 
 def make_bird(seed: int = 0) -> Creature:
-    b = _Builder()
+    b = RigBuilder()
     pelvis = b.add("pelvis", -1, [0, 0.02, 0.20], [0, -0.04, 0.22])
     spine = b.chain("chest", pelvis, [[0, -0.04, 0.22], [0, -0.08, 0.24]])
     neck = b.chain("neck", spine[-1], [[0, -0.08, 0.24], [0, -0.10, 0.30], [0, -0.11, 0.35]])
@@ -153,7 +127,7 @@ def make_bird(seed: int = 0) -> Creature:
 
 def make_dragon(seed: int = 0) -> Creature:
     quad = make_quadruped(seed)
-    b = _Builder()
+    b = RigBuilder()
     rig = quad.rig
     for j, name in enumerate(rig.names):
         b.add(name, int(rig.parents[j]), rig.heads[j], rig.tails[j])
