@@ -39,11 +39,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import permutations, product
 
 import numpy as np
 
 from .rig import Rig, mirror_name, side_of
+from .rotations import axis_rotations
 
 AXIS_NAMES = ("+X", "-X", "+Y", "-Y", "+Z", "-Z")
 
@@ -176,18 +176,7 @@ class CanonicalFrame:
 
 
 # ---------------------------------------------------------------------------- axes
-def _signed_permutations() -> list[np.ndarray]:
-    out = []
-    for perm in permutations(range(3)):
-        for signs in product((1.0, -1.0), repeat=3):
-            matrix = np.zeros((3, 3))
-            matrix[np.arange(3), perm] = signs
-            if np.linalg.det(matrix) > 0:
-                out.append(matrix)
-    return out
-
-
-_PROPER_PERMUTATIONS = _signed_permutations()
+_PROPER_PERMUTATIONS = axis_rotations()
 _AXES = [axis_vector(n) for n in AXIS_NAMES]
 
 

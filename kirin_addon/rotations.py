@@ -7,6 +7,8 @@ Every function accepts arrays of any leading shape.
 
 from __future__ import annotations
 
+from itertools import permutations, product
+
 import numpy as np
 
 _EPS = 1e-12
@@ -259,6 +261,19 @@ def invert_rigid(m: np.ndarray) -> np.ndarray:
     m = np.asarray(m, dtype=np.float64)
     r_t = np.swapaxes(m[..., :3, :3], -1, -2)
     return compose(r_t, -np.einsum("...ij,...j->...i", r_t, m[..., :3, 3]))
+
+
+def axis_rotations() -> list[np.ndarray]:
+    """The 24 proper rotations that map coordinate axes onto coordinate axes (signed permutations
+    with determinant +1): every way an axis-aligned rig can be turned."""
+    out = []
+    for perm in permutations(range(3)):
+        for signs in product((1.0, -1.0), repeat=3):
+            matrix = np.zeros((3, 3))
+            matrix[np.arange(3), perm] = signs
+            if np.linalg.det(matrix) > 0:
+                out.append(matrix)
+    return out
 
 
 def orthonormalize(m: np.ndarray) -> np.ndarray:

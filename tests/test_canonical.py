@@ -28,7 +28,7 @@ from kirin.kirin_addon.canonical import (
 )
 from kirin.kirin_addon.motion import Motion, world_deltas
 from kirin.kirin_addon.rig import Rig, RigBuilder, side_of
-from kirin.kirin_addon.rotations import quat_normalize, quat_to_matrix
+from kirin.kirin_addon.rotations import axis_rotations, quat_normalize, quat_to_matrix
 
 from assets_support import ASSETS
 
@@ -78,18 +78,7 @@ def _load(path) -> Rig:
     return _RIGS[key]
 
 
-def _proper_axis_rotations() -> list[np.ndarray]:
-    out = []
-    for perm in itertools.permutations(range(3)):
-        for signs in itertools.product((1.0, -1.0), repeat=3):
-            m = np.zeros((3, 3))
-            m[np.arange(3), perm] = signs
-            if np.linalg.det(m) > 0:
-                out.append(m)
-    return out
-
-
-ROTATIONS = _proper_axis_rotations()
+ROTATIONS = axis_rotations()
 SCALES = (0.01, 1.0, 100.0)
 
 

@@ -9,6 +9,7 @@ from mathutils import Matrix
 
 from kirin.kirin_addon.motion import Motion, forward_kinematics
 from kirin.kirin_addon.procedural import BipedSpec, build_biped
+from kirin.kirin_addon.rotations import axis_rotations
 from kirin.operators import headless
 
 from assets_support import asset_files
@@ -21,10 +22,8 @@ ROTATION_MODES = ["QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_
 def randomise_rest(arm, seed: int, scale: float) -> None:
     """Rotate the whole rest pose onto other axes, scale it and give every bone a new roll."""
     rng = np.random.default_rng(seed)
-    perm = np.eye(3)[rng.permutation(3)]
-    perm[:, 0] *= rng.choice([-1.0, 1.0])
-    if np.linalg.det(perm) < 0:
-        perm[:, 1] *= -1
+    rotations = axis_rotations()
+    perm = rotations[int(rng.integers(len(rotations)))]
     transform = Matrix.Diagonal((scale, scale, scale, 1.0)) @ Matrix(perm.tolist()).to_4x4()
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode="EDIT")
