@@ -15,7 +15,8 @@ import numpy as np
 
 from .canonical import detect_canonical_frame
 from .clip import save_clip
-from .motion import Motion
+from .metrics import broken_reasons, is_static_clip
+from .motion import Motion, joint_positions
 from .rig import Rig
 
 INGEST_EXTENSIONS = (".bvh", ".glb", ".gltf", ".fbx")
@@ -121,9 +122,10 @@ def write_ingested_clip(out_dir: Path, source: Path, action_name: str, rig: Rig,
     captions = clip_captions(species, family, label, user_captions, seed)
     # The folder keeps two files with one stem apart (two Fox.glb in ../shared/assets).
     path = out_dir / clip_file_name(f"{source.parent.name}__{source.stem}", label)
+    positions = joint_positions(rig, motion)
     save_clip(path, rig, motion, captions, {
         "name": label, "source": source.name, "action": action_name, "species": species,
         "family": family, "split": split, "fps": motion.fps, "frames": motion.frame_count,
-        "authored": True,
+        "authored": True, "static": is_static_clip(positions), "broken": broken_reasons(rig, positions),
     })
     return path

@@ -23,6 +23,8 @@ from .clip import save_clip
 from .controllers import ACTIONS_BY_FAMILY, generate
 from .creature import FAMILIES, Creature
 from .families import build_creature
+from .metrics import broken_reasons, is_static_clip
+from .motion import joint_positions
 from .render import rasterize, three_quarter_camera, write_png
 
 LOCOMOTION = {"walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk", "run", "hop",
@@ -123,6 +125,12 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
         clip = generate(creature, action, seed, frames=frames, fps=config.fps, direction=direction,
                         segments=segments)
         speed = float(clip.speed)
+        # ViPS' filters: a static clip of a moving action is tagged so training can skip it (idle
+        # clips are meant to be still); a broken clip is never written.
+        broken = broken_reasons(creature.rig, clip.motion)
+        if broken:
+            raise RuntimeError(f"{creature.species} {action} (seed {seed}) is broken: {'; '.join(broken)}")
+        static = is_static_clip(joint_positions(creature.rig, clip.motion))
         desc = _describe(creature, action, speed, direction, segments)
         captions = paraphrases(desc, n=config.captions_per_clip, seed=seed)
         shard = f"shard_{index // config.shard_size:03d}"
@@ -133,12 +141,12 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
             "species": creature.species, "naming": creature.naming, "action": action,
             "segments": [s[0] for s in segments] if segments else [], "speed": speed,
             "direction": direction, "split": split, "image": image_rel, "seed": seed,
-            "heldout_caption": heldout_caption(desc, seed), "authored": False,
+            "heldout_caption": heldout_caption(desc, seed), "authored": False, "static": static,
         }
         save_clip(root / rel, creature.rig, clip.motion, captions, metadata)
         rows.append({"file": rel, "family": family, "action": action, "split": split,
                      "frames": clip.motion.frame_count, "joints": creature.rig.joint_count,
-                     "segments": len(segments or ())})
+                     "segments": len(segments or ()), "static": static})
     return rows
 
 
@@ -194,6 +202,7 @@ def library_stats(rows: list[dict], config: BuildConfig, seconds: float) -> dict
         "clips_per_split": dict(Counter(r["split"] for r in rows)),
         "clips_per_family_action": {f: dict(c) for f, c in per_action.items()},
         "clips_with_transitions": sum(r["segments"] > 0 for r in rows),
+        "static_clips_per_action": dict(Counter(r["action"] for r in rows if r.get("static"))),
         "frames": {"min": int(frames.min()), "mean": float(frames.mean()), "max": int(frames.max())},
         "joints": {"min": int(joints.min()), "mean": float(joints.mean()), "max": int(joints.max())},
     }
@@ -205,6 +214,10 @@ def stats_markdown(stats: dict) -> str:
              "", f"Splits: {stats['clips_per_split']}", "",
              f"Frames per clip: {stats['frames']}; joints per rig: {stats['joints']}; "
              f"clips with transitions: {stats['clips_with_transitions']}.", "",
+             "Static clips (ViPS filter: RMS joint displacement < 0.0015 of the bounding-box diagonal "
+             "in ≥ 90% of frames; tagged, skipped in training unless idle): "
+             f"{stats['static_clips_per_action']}.",
+             "",
              "| family | clips | actions |", "|---|---|---|"]
     for family, count in sorted(stats["clips_per_family"].items()):
         actions = ", ".join(f"{a} {n}" for a, n in sorted(stats["clips_per_family_action"][family].items()))
