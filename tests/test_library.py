@@ -34,6 +34,9 @@ def test_every_family_and_action_present_and_counted(library):
     for family, actions in ACTIONS_BY_FAMILY.items():
         assert set(actions) <= set(stats["clips_per_family_action"][family]), family
     assert (out / "stats.md").read_text().startswith("# Kirin procedural library")
+    static = [r for r in rows if r["static"]]
+    assert stats["static_clips_per_action"] == {a: sum(r["action"] == a for r in static)
+                                                for a in {r["action"] for r in static}}
 
 
 def test_splits_are_by_skeleton_and_one_family_is_held_out(library):
@@ -58,8 +61,9 @@ def test_clips_are_clean_captioned_and_have_reference_images(library):
         positions = joint_positions(clip.rig, clip.motion)
         if clip.metadata["family"] not in ("fish", "bird", "dragon"):  # fliers and swimmers may leave z=0
             assert positions[..., 2].min() > -1e-6 * clip.rig.body_size, path.name
+        assert clip.metadata["static"] == is_static_clip(positions)
         if clip.metadata["action"] in ("walk", "trot", "slither", "swim"):
-            assert not is_static_clip(positions)
+            assert not clip.metadata["static"]
         image = read_png(out / clip.metadata["image"])
         assert image.shape == (224, 224, 3) and image.std() > 5
 
