@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     preview.add_argument("--count", type=int, default=9)
     preview.add_argument("--frames", type=int, default=90)
     preview.set_defaults(func=_cmd_preview)
+    # Subcommands that need torch live with the models and are imported only when run.
+    importlib.import_module(f"{_PACKAGE}.models.commands").add_parsers(sub, data_sub)
     return parser
 
 

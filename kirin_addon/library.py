@@ -26,6 +26,7 @@ from .families import build_creature
 from .metrics import broken_reasons, is_static_clip
 from .motion import joint_positions
 from .render import rasterize, three_quarter_camera, write_png
+from .skinning import save_mesh
 
 LOCOMOTION = {"walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk", "run", "hop",
               "tripod", "wave", "slither", "sidewind", "swim"}
@@ -101,6 +102,9 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
     camera = three_quarter_camera(creature.mesh.vertices, rng)
     write_png(root / image_rel, rasterize(creature.mesh.vertices, creature.mesh.triangles, camera,
                                           size=config.image_size))
+    # The skinned mesh, for skinning-aware joint features and binding templates.
+    mesh_rel = f"meshes/creature_{k:05d}.npz"
+    save_mesh(root / mesh_rel, creature.mesh)
     actions = list(ACTIONS_BY_FAMILY[family])
     # Creatures of a family take the family's actions in turn, so every action appears as soon as
     # a family has that many clips; which creature does which still varies with the seed.
@@ -126,10 +130,12 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
                         segments=segments)
         speed = float(clip.speed)
         # ViPS' filters: a static clip of a moving action is tagged so training can skip it (idle
-        # clips are meant to be still); a broken clip is never written.
+        # clips are meant to be still); a broken clip is not written, and the report lists it.
         broken = broken_reasons(creature.rig, clip.motion)
         if broken:
-            raise RuntimeError(f"{creature.species} {action} (seed {seed}) is broken: {'; '.join(broken)}")
+            rows.append({"broken": f"{creature.species} {action} {direction} (creature {k}, seed {seed}): "
+                                   + "; ".join(broken), "family": family, "action": action})
+            continue
         static = is_static_clip(joint_positions(creature.rig, clip.motion))
         desc = _describe(creature, action, speed, direction, segments)
         captions = paraphrases(desc, n=config.captions_per_clip, seed=seed)
@@ -140,7 +146,7 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
             "name": f"{creature.species} {action}", "creature": k, "family": family,
             "species": creature.species, "naming": creature.naming, "action": action,
             "segments": [s[0] for s in segments] if segments else [], "speed": speed,
-            "direction": direction, "split": split, "image": image_rel, "seed": seed,
+            "direction": direction, "split": split, "image": image_rel, "mesh": mesh_rel, "seed": seed,
             "heldout_caption": heldout_caption(desc, seed), "authored": False, "static": static,
         }
         save_clip(root / rel, creature.rig, clip.motion, captions, metadata)
@@ -154,6 +160,7 @@ def build_library(out: str | Path, config: BuildConfig, progress: bool = True) -
     """Write the library under `out` and return (and write) its stats report."""
     root = Path(out)
     (root / "images").mkdir(parents=True, exist_ok=True)
+    (root / "meshes").mkdir(parents=True, exist_ok=True)
     plan = creature_plan(config)
     jobs = [(config, k, family, clips, str(root)) for k, family, clips in plan]
     started = time.perf_counter()
@@ -169,7 +176,10 @@ def build_library(out: str | Path, config: BuildConfig, progress: bool = True) -
             rows.extend(_creature_job(job))
             if progress:
                 _progress(done, len(jobs), len(rows), started)
+    broken = [r["broken"] for r in rows if "broken" in r]
+    rows = [r for r in rows if "broken" not in r]
     stats = library_stats(rows, config, time.perf_counter() - started)
+    stats["broken_clips_dropped"] = broken
     (root / "index.json").write_text(json.dumps(rows))
     (root / "stats.json").write_text(json.dumps(stats, indent=2))
     (root / "stats.md").write_text(stats_markdown(stats))
@@ -217,6 +227,7 @@ def stats_markdown(stats: dict) -> str:
              "Static clips (ViPS filter: RMS joint displacement < 0.0015 of the bounding-box diagonal "
              "in ≥ 90% of frames; tagged, skipped in training unless idle): "
              f"{stats['static_clips_per_action']}.",
+             "", f"Broken clips dropped: {len(stats.get('broken_clips_dropped', []))}.",
              "",
              "| family | clips | actions |", "|---|---|---|"]
     for family, count in sorted(stats["clips_per_family"].items()):

@@ -7,7 +7,9 @@ give a rigid result); vertices with no weight at all stay where they are.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +36,23 @@ class SkinnedMesh:
     @property
     def vertex_count(self) -> int:
         return self.vertices.shape[0]
+
+
+def save_mesh(path: str | os.PathLike, mesh: SkinnedMesh) -> None:
+    """Write a skinned mesh as a compressed .npz of plain arrays (loads without pickle)."""
+    with open(path, "wb") as handle:
+        np.savez_compressed(handle, vertices=mesh.vertices.astype(np.float32), triangles=mesh.triangles,
+                            joint_indices=mesh.joint_indices.astype(np.int32),
+                            joint_weights=mesh.joint_weights.astype(np.float32))
+
+
+def load_mesh(path: str | os.PathLike) -> SkinnedMesh:
+    try:
+        with np.load(Path(path), allow_pickle=False) as data:
+            return SkinnedMesh(data["vertices"], data["triangles"], data["joint_indices"],
+                               data["joint_weights"])
+    except (OSError, KeyError, ValueError) as exc:
+        raise ValueError(f"Cannot read the mesh file {path}: {exc}") from exc
 
 
 def skin_matrices(rest: np.ndarray, pose: np.ndarray) -> np.ndarray:

@@ -1,0 +1,104 @@
+"""The `kirin` subcommands that need torch (`data cache`, `train`, `export`), imported only when run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import fields
+
+from .config import TrainConfig, from_dict, load_config, to_dict
+
+
+def cache(args: argparse.Namespace) -> int:
+    from .dataset import build_cache
+    from .encoders import load_image_encoder, load_text_encoder
+
+    summary = build_cache(
+        args.sources,
+        args.out,
+        load_text_encoder(),
+        load_image_encoder(args.image_encoder),
+        max_clips=args.max_clips,
+        workers=args.workers,
+        progress=not args.quiet,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The config file (if any), then --data/--out/--steps, then `--set key=value` (dotted for nested)."""
+    data = to_dict(load_config(args.config)) if args.config else to_dict(TrainConfig())
+    if args.data:
+        data["data"] = list(args.data)
+    for name in ("out", "steps", "max_seconds", "threads"):
+        value = getattr(args, name, None)
+        if value is not None:
+            data[name] = value
+    for item in args.set or []:
+        if "=" not in item:
+            raise ValueError(f"--set wants key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        target = data
+        *parents, last = key.split(".")
+        for part in parents:
+            if part not in target or not isinstance(target[part], dict):
+                raise ValueError(f"Unknown config section {part!r} in {key!r}")
+            target = target[part]
+        if last not in target:
+            raise ValueError(
+                f"Unknown config key {key!r}; known: {', '.join(f.name for f in fields(TrainConfig))}"
+            )
+        target[last] = _parse_value(value)
+    return from_dict(TrainConfig, data)
+
+
+def train(args: argparse.Namespace) -> int:
+    from .train import train as run
+
+    result = run(train_config(args), progress=not args.quiet)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    from .export import export_onnx
+    from .generator import MotionModel
+
+    model = MotionModel.load(args.model)
+    path = export_onnx(model.net, args.out or f"{args.model}/denoiser.onnx")
+    print(json.dumps({"onnx": str(path)}))
+    return 0
+
+
+def add_parsers(sub, data_sub) -> None:
+    """Register the torch-side subcommands on the `kirin` parser (arguments only; nothing imported)."""
+    c = data_sub.add_parser("cache", help="features of clip folders for training (needs torch)")
+    c.add_argument("sources", nargs="+", help="clip folders from `kirin data build` / `kirin data ingest`")
+    c.add_argument("--out", required=True)
+    c.add_argument("--max-clips", type=int)
+    c.add_argument("--workers", type=int, default=1)
+    c.add_argument("--image-encoder", help="a local ONNX image encoder (default EfficientNet-Lite0)")
+    c.add_argument("--quiet", action="store_true")
+    c.set_defaults(func=cache)
+    t = sub.add_parser("train", help="train the motion model (resumes; torchrun for several processes)")
+    t.add_argument("--config", help="JSON TrainConfig (models/config.py)")
+    t.add_argument("--data", nargs="*", help="feature caches")
+    t.add_argument("--out")
+    t.add_argument("--steps", type=int)
+    t.add_argument("--max-seconds", type=float, dest="max_seconds")
+    t.add_argument("--threads", type=int)
+    t.add_argument("--set", action="append", help="override a config key: --set model.width=96")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=train)
+    e = sub.add_parser("export", help="export a trained denoiser to ONNX")
+    e.add_argument("--model", required=True, help="folder with denoiser.safetensors and model.json")
+    e.add_argument("--out")
+    e.set_defaults(func=export)

@@ -1,0 +1,133 @@
+"""Export the denoiser to ONNX and run it with onnxruntime (CUDA when present, else CPU).
+
+The exported graph takes the denoiser's inputs by name, with batch, token, joint and text-length
+axes dynamic, so one file serves every rig, clip length and guidance batch. onnxruntime-gpu and
+onnxruntime are never installed together (BLENDER_NOTES.md); whichever is there is used, and
+`providers` reports what a session really got.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .denoiser import Denoiser
+
+INPUTS = (
+    "x",
+    "t",
+    "geometry",
+    "skin",
+    "names",
+    "hops",
+    "edges",
+    "joint_mask",
+    "text",
+    "text_mask",
+    "image",
+    "text_on",
+    "image_on",
+)
+_DYNAMIC = {
+    "x": {0: "batch", 1: "tokens", 2: "joints"},
+    "t": {0: "batch"},
+    "geometry": {0: "batch", 1: "joints"},
+    "skin": {0: "batch", 1: "joints"},
+    "names": {0: "batch", 1: "joints"},
+    "hops": {0: "batch", 1: "joints", 2: "joints2"},
+    "edges": {0: "batch", 1: "joints", 2: "joints2"},
+    "joint_mask": {0: "batch", 1: "joints"},
+    "text": {0: "batch", 1: "words"},
+    "text_mask": {0: "batch", 1: "words"},
+    "image": {0: "batch"},
+    "text_on": {0: "batch"},
+    "image_on": {0: "batch"},
+    "x0": {0: "batch", 1: "tokens", 2: "joints"},
+}
+
+
+class _Positional(torch.nn.Module):
+    def __init__(self, net: Denoiser):
+        super().__init__()
+        self.net = net
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.net(**dict(zip(INPUTS, args, strict=True)))
+
+
+def example_inputs(net: Denoiser, batch: int = 2, tokens: int = 6, joints: int = 7, words: int = 5) -> dict:
+    c = net.config
+    generator = torch.Generator().manual_seed(0)
+    return {
+        "x": torch.randn(batch, tokens, joints, c.frames_per_token * c.channels, generator=generator),
+        "t": torch.arange(batch, dtype=torch.int64) * 100 + 5,
+        "geometry": torch.randn(batch, joints, c.geometry, generator=generator),
+        "skin": torch.randn(batch, joints, c.skin, generator=generator),
+        "names": torch.randn(batch, joints, c.text_dim, generator=generator),
+        "hops": torch.randint(0, c.max_hops + 1, (batch, joints, joints), generator=generator),
+        "edges": torch.randint(0, c.edge_types, (batch, joints, joints), generator=generator),
+        "joint_mask": torch.ones(batch, joints, dtype=torch.bool),
+        "text": torch.randn(batch, words, c.text_dim, generator=generator),
+        "text_mask": torch.ones(batch, words, dtype=torch.bool),
+        "image": torch.randn(batch, c.image_dim, generator=generator),
+        "text_on": torch.ones(batch),
+        "image_on": torch.ones(batch),
+    }
+
+
+def export_onnx(net: Denoiser, path: str | Path, opset: int = 17) -> Path:
+    """Write the denoiser as ONNX (legacy exporter, which torch 2.13 exports this model with)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    net = net.eval()
+    example = example_inputs(net)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy exporter's deprecation and tracer notes
+        torch.onnx.export(
+            _Positional(net),
+            tuple(example[k] for k in INPUTS),
+            str(path),
+            input_names=list(INPUTS),
+            output_names=["x0"],
+            dynamic_axes=_DYNAMIC,
+            opset_version=opset,
+            dynamo=False,
+        )
+    return path
+
+
+class OnnxDenoiser:
+    """Callable like `Denoiser.forward` (keyword tensors in, tensor out), run by onnxruntime."""
+
+    def __init__(self, path: str | Path, providers: list[str] | None = None, threads: int = 0):
+        import onnxruntime as ort
+
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"No ONNX denoiser at {path}")
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        wanted = providers or ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        available = set(ort.get_available_providers())
+        self.session = ort.InferenceSession(
+            str(path), options, providers=[p for p in wanted if p in available] or None
+        )
+        self.providers = self.session.get_providers()
+        self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
+
+    def __call__(self, **inputs: torch.Tensor) -> torch.Tensor:
+        feed = {}
+        for name in INPUTS:
+            value = inputs[name].detach().cpu().numpy()
+            if name in ("joint_mask", "text_mask"):
+                value = value.astype(bool)
+            elif name in ("t", "hops", "edges"):
+                value = value.astype(np.int64)
+            else:
+                value = value.astype(np.float32)
+            feed[name] = value
+        return torch.from_numpy(self.session.run(["x0"], feed)[0])

@@ -1,0 +1,313 @@
+"""Generate Motion: a trained denoiser + frozen encoders + DDIM → Motions on any rig.
+
+`MotionModel.load(folder)` reads `denoiser.safetensors` + `model.json` (no pickle);
+`prepare_rig` computes what the network needs of a rig once (canonical frame, joint features,
+name embeddings), and `generate` samples variants for a prompt (and optional reference image),
+with classifier-free guidance, optional frames to keep (inpainting) and seamless loops, then maps
+the features back onto the user's rig (canonical frame and inverse-bind correction) and runs the
+foot-lock clean-up.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..kirin_addon.canonical import CanonicalFrame
+from ..kirin_addon.motion import Motion, motion_from_world_deltas, world_deltas
+from ..kirin_addon.rig import Rig
+from ..kirin_addon.rotations import matrix_to_quat, quat_to_matrix
+from ..kirin_addon.skinning import SkinnedMesh
+from .config import DenoiserConfig, DiffusionConfig
+from .dataset import MAX_TOKENS
+from .denoiser import Denoiser, patchify, unpatchify
+from .diffusion import Diffusion, Inpaint
+from .representation import CONTACT, CanonicalRig, canonical_rig, features_to_motion, motion_features
+from .rig_features import EDGE_TYPES, MAX_HOPS, rig_features
+
+DEFAULT_MODEL = Path(__file__).resolve().parent / "weights" / "motion"
+
+
+class GenerationError(ValueError):
+    """Bad generation input; the message is user-facing."""
+
+
+@dataclass
+class PreparedRig:
+    rig: Rig
+    canon: CanonicalRig
+    inputs: dict[str, torch.Tensor]  # rig tensors for one sample (batch 1)
+    feet: np.ndarray
+
+
+@dataclass
+class Generated:
+    motion: Motion  # on the user's rig, armature space
+    features: np.ndarray  # (T,J,C) denormalised model features (canonical frame)
+    contacts: np.ndarray  # (T,F) predicted planted feet (F = prepared.feet)
+    seed: int
+    report: dict = field(default_factory=dict)
+
+
+class MotionModel:
+    def __init__(
+        self,
+        net: torch.nn.Module | None,
+        config: DenoiserConfig,
+        diffusion: DiffusionConfig,
+        mean: np.ndarray,
+        std: np.ndarray,
+        fps: float = 30.0,
+        runner=None,
+    ):
+        self.net = net
+        self.config = config
+        self.diffusion_config = diffusion
+        self.diffusion = Diffusion(diffusion.steps, diffusion.schedule)
+        self.mean = torch.tensor(mean, dtype=torch.float32)
+        self.std = torch.tensor(std, dtype=torch.float32)
+        self.fps = fps
+        self.runner = runner or net  # a torch module or an ONNX runner with the same call
+        self._text = None
+        self._image: dict[str | None, object] = {}
+
+    @classmethod
+    def load(cls, folder: str | Path = DEFAULT_MODEL, backend: str = "torch") -> MotionModel:
+        from safetensors.torch import load_file
+
+        folder = Path(folder)
+        card_path = folder / "model.json"
+        if not card_path.exists():
+            raise GenerationError(f"No motion model at {folder} (model.json missing)")
+        card = json.loads(card_path.read_text())
+        config = DenoiserConfig(**card["model"])
+        diffusion = DiffusionConfig(**card["diffusion"])
+        net = Denoiser(config)
+        net.load_state_dict(load_file(str(folder / "denoiser.safetensors")))
+        net.eval()
+        runner = None
+        if backend == "onnx":
+            from .export import OnnxDenoiser
+
+            runner = OnnxDenoiser(folder / "denoiser.onnx")
+        elif backend != "torch":
+            raise GenerationError(f"Unknown backend {backend!r} (torch or onnx)")
+        return cls(
+            net,
+            config,
+            diffusion,
+            np.array(card["mean"]),
+            np.array(card["std"]),
+            card.get("fps", 30.0),
+            runner,
+        )
+
+    # ------------------------------------------------------------------ encoders
+    @property
+    def text_encoder(self):
+        if self._text is None:
+            from .encoders import load_text_encoder
+
+            self._text = load_text_encoder()
+        return self._text
+
+    def image_encoder(self, path: str | None = None):
+        if path not in self._image:
+            from .encoders import load_image_encoder
+
+            self._image[path] = load_image_encoder(path)
+        return self._image[path]
+
+    # ------------------------------------------------------------------ rig
+    def prepare_rig(
+        self, rig: Rig, mesh: SkinnedMesh | None = None, frame: CanonicalFrame | None = None
+    ) -> PreparedRig:
+        rig.validate()
+        canon = canonical_rig(rig, frame)
+        rf = rig_features(canon.rig, canon.feet, mesh, canon.frame.matrix())
+        names = self.text_encoder.encode_sentences(rf.names)
+        parents = canon.rig.parents
+        count = rig.joint_count
+        inputs = {
+            "geometry": torch.from_numpy(rf.geometry)[None],
+            "skin": torch.from_numpy(rf.skin)[None],
+            "names": torch.from_numpy(np.asarray(names, np.float32))[None],
+            "hops": torch.from_numpy(np.minimum(rf.hops, MAX_HOPS))[None],
+            "edges": torch.from_numpy(np.minimum(rf.edges, EDGE_TYPES - 1))[None],
+            "joint_mask": torch.ones(1, count, dtype=torch.bool),
+        }
+        del parents
+        return PreparedRig(rig, canon, inputs, canon.feet)
+
+    # ------------------------------------------------------------------ conditions
+    def _conditions(
+        self, prompt: str, image: str | np.ndarray | None, image_encoder: str | None
+    ) -> dict[str, torch.Tensor]:
+        if not prompt or not prompt.strip():
+            raise GenerationError("The prompt is empty: describe the motion, e.g. 'a wolf trotting forward'.")
+        tokens, mask = self.text_encoder.encode_tokens([prompt], max_tokens=MAX_TOKENS)
+        out = {
+            "text": torch.from_numpy(tokens.astype(np.float32)),
+            "text_mask": torch.from_numpy(mask),
+            "image": torch.zeros(1, self.config.image_dim),
+            "image_on": torch.zeros(1),
+        }
+        if image is not None:
+            if isinstance(image, (str, Path)) and not Path(image).is_file():
+                raise GenerationError(f"The reference image {image} does not exist.")
+            feature = self.image_encoder(image_encoder).encode([image])
+            out["image"] = torch.from_numpy(feature.astype(np.float32))
+            out["image_on"] = torch.ones(1)
+        return out
+
+    # ------------------------------------------------------------------ sampling
+    def _predict(self, inputs: dict[str, torch.Tensor]):
+        fpt = self.config.frames_per_token
+        image_on = inputs["image_on"]
+
+        def predict(x: torch.Tensor, t: torch.Tensor, cond_on: torch.Tensor) -> torch.Tensor:
+            batch = x.shape[0]
+            expanded = {k: v.expand(batch, *v.shape[1:]) for k, v in inputs.items() if k != "image_on"}
+            expanded["text_on"] = cond_on
+            expanded["image_on"] = cond_on * image_on.expand(batch)
+            with torch.inference_mode():
+                out = self.runner(x=patchify(x, fpt), t=t, **expanded)
+            return unpatchify(out, fpt)
+
+        return predict
+
+    def generate(
+        self,
+        prepared: PreparedRig,
+        prompt: str,
+        image: str | np.ndarray | None = None,
+        frames: int = 120,
+        seed: int = 0,
+        variants: int = 1,
+        guidance: float | None = None,
+        steps: int | None = None,
+        keep: Motion | None = None,
+        keep_frames: np.ndarray | None = None,
+        loop: bool = False,
+        clean: bool = True,
+        image_encoder: str | None = None,
+        progress=None,
+    ) -> list[Generated]:
+        """`variants` motions of `frames` frames. `keep` (a motion on the rig, same length) with
+        `keep_frames` (indices) pins those frames (in-betweening). `loop` makes the last frame flow
+        into the first."""
+        if not 1 <= frames <= 2000:
+            raise GenerationError(f"Frames must be between 1 and 2000, got {frames}.")
+        if not 1 <= variants <= 16:
+            raise GenerationError(f"Variants must be between 1 and 16, got {variants}.")
+        fpt = self.config.frames_per_token
+        length = -(-max(frames, fpt) // fpt) * fpt
+        extra = 0
+        if loop:
+            extra = max(fpt, (length // 6) // fpt * fpt)
+        total = length + extra
+        conditions = self._conditions(prompt, image, image_encoder)
+        inputs = {**prepared.inputs, **conditions}
+        predict = self._predict(inputs)
+        joints = prepared.rig.joint_count
+        guidance = self.diffusion_config.guidance if guidance is None else float(guidance)
+        steps = self.diffusion_config.sample_steps if steps is None else int(steps)
+        inpaint = None
+        if keep is not None:
+            inpaint = self._inpaint(prepared, keep, keep_frames, total, variants)
+        results = []
+        started = time.perf_counter()
+        generator = torch.Generator().manual_seed(int(seed))
+        shape = (variants, total, joints, self.config.channels)
+        noise = torch.randn(shape, generator=generator)
+        step_hook = None
+        if loop:
+
+            def step_hook(x0: torch.Tensor) -> torch.Tensor:
+                return crossfade_loop(x0, extra)
+
+        x0 = self.diffusion.sample_ddim(
+            predict,
+            shape,
+            steps=steps,
+            guidance=guidance,
+            inpaint=inpaint,
+            noise=noise,
+            progress=progress,
+            hook=step_hook,
+        )
+        if loop:
+            x0 = crossfade_loop(x0, extra)[:, :length]
+        x0 = x0[:, :frames]
+        seconds = time.perf_counter() - started
+        features = (x0 * self.std + self.mean).numpy().astype(np.float64)
+        canon = prepared.canon
+        # Features → a motion on the canonical rig (clean-up works there: +Z up, feet on the floor),
+        # then onto the user's rig through the canonical frame and the inverse-bind correction.
+        in_canonical = CanonicalRig(canon.rig, identity_frame(), canon.feet)
+        for v in range(variants):
+            motion = features_to_motion(in_canonical, canon.rig, features[v], self.fps)
+            contacts = features[v][:, prepared.feet, CONTACT] > 0.5
+            report = {"seconds_model": seconds / variants}
+            if clean and prepared.feet.size:
+                motion, report["cleanup"] = _clean(canon.rig, prepared.feet, motion, contacts)
+            motion = from_canonical(canon, prepared.rig, motion)
+            results.append(Generated(motion, features[v].astype(np.float32), contacts, int(seed) + v, report))
+        return results
+
+    def _inpaint(
+        self, prepared: PreparedRig, keep: Motion, keep_frames: np.ndarray | None, total: int, variants: int
+    ) -> Inpaint:
+        if keep.joint_count != prepared.rig.joint_count:
+            raise GenerationError("The frames to keep are for a different rig.")
+        feats = motion_features(prepared.canon, prepared.rig, keep).features
+        count = min(len(feats), total)
+        frames = np.arange(count) if keep_frames is None else np.asarray(keep_frames, dtype=np.int64)
+        if frames.size and (frames.min() < 0 or frames.max() >= count):
+            raise GenerationError(f"Frames to keep must lie in 0..{count - 1}.")
+        values = torch.zeros(variants, total, keep.joint_count, self.config.channels)
+        mask = torch.zeros_like(values, dtype=torch.bool)
+        normalised = (torch.from_numpy(feats[:count]) - self.mean) / self.std
+        values[:, :count] = normalised
+        mask[:, frames] = True
+        return Inpaint(values, mask)
+
+
+def crossfade_loop(x0: torch.Tensor, extra: int) -> torch.Tensor:
+    """Blend the `extra` frames generated past the end into the first ones, so the clip's last frame
+    is followed seamlessly by its first (the generated frame after it)."""
+    if extra <= 0:
+        return x0
+    length = x0.shape[1] - extra
+    w = torch.linspace(0.0, 1.0, extra + 2, dtype=x0.dtype)[1:-1].view(1, extra, 1, 1)
+    out = x0.clone()
+    out[:, :extra] = (1 - w) * x0[:, length:] + w * x0[:, :extra]
+    return out
+
+
+def identity_frame() -> CanonicalFrame:
+    return CanonicalFrame(np.eye(3), 1.0, np.zeros(3), notes=("already canonical",))
+
+
+def from_canonical(canon: CanonicalRig, rig: Rig, motion: Motion) -> Motion:
+    """A motion of `canon.rig` as the same motion of `rig` (its own armature space)."""
+    deltas = quat_to_matrix(world_deltas(canon.rig, motion))
+    root = motion.root_positions
+    return motion_from_world_deltas(
+        rig,
+        matrix_to_quat(canon.frame.from_canonical_rotations(deltas)),
+        canon.frame.from_canonical_points(root),
+        motion.fps,
+    )
+
+
+def _clean(rig: Rig, feet: np.ndarray, motion: Motion, contacts: np.ndarray) -> tuple[Motion, dict]:
+    from ..kirin_addon.cleanup import clean_motion
+
+    result = clean_motion(rig, motion, contacts=contacts, feet=feet)
+    return result.motion, getattr(result, "report", {})

@@ -1,0 +1,199 @@
+"""The motion model's per-(frame, joint) features and their exact inverse.
+
+Everything is in the canonical frame of DESIGN.md (+Z up, −Y forward, one body size = 1) and,
+per frame, relative to the creature's heading, so a motion's features do not depend on where it
+starts, which way it faces, how the rig was authored (roll, rest conventions) or its scale.
+
+Channels of one joint at one frame (`CHANNELS`):
+  rot6   world delta D = R_world · R_rest⁻¹ seen from the heading frame (Hᵀ·D), 6D form
+  pos    position relative to the root's ground point, in the heading frame
+  vel    velocity (body sizes per second) in the heading frame
+  contact  1 where a foot joint is planted (foot candidates only)
+  yaw    heading rate (rad/s), on the main root only
+
+The root's own `pos` and `vel` carry its height and ground velocity; integrating `vel` and `yaw`
+rebuilds the trajectory, so `features → motion` needs no extra root channels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..kirin_addon.canonical import CanonicalFrame, detect_canonical_frame
+from ..kirin_addon.metrics import foot_contacts
+from ..kirin_addon.motion import Motion, forward_kinematics, motion_from_world_deltas
+from ..kirin_addon.rig import Rig
+from ..kirin_addon.rotations import matrix_to_quat, quat_to_matrix
+
+ROT = slice(0, 6)
+POS = slice(6, 9)
+VEL = slice(9, 12)
+CONTACT = 12
+YAW = 13
+CHANNELS = 14
+FORWARD = np.array([0.0, -1.0, 0.0])
+
+
+@dataclass
+class CanonicalRig:
+    """A rig brought into the canonical frame, with the frame that maps it back."""
+
+    rig: Rig  # canonical rig (metres become body sizes)
+    frame: CanonicalFrame
+    feet: np.ndarray  # foot candidate joints (planted at rest)
+
+
+def canonical_rig(rig: Rig, frame: CanonicalFrame | None = None) -> CanonicalRig:
+    frame = detect_canonical_frame(rig) if frame is None else frame
+    canonical = rig.transformed(frame.matrix())
+    return CanonicalRig(canonical, frame, np.asarray(canonical.foot_candidates(), dtype=np.int64))
+
+
+def rot6_from_matrix(matrix: np.ndarray) -> np.ndarray:
+    """(…,3,3) → (…,6): the first two columns (Zhou et al.)."""
+    return np.concatenate([matrix[..., :, 0], matrix[..., :, 1]], axis=-1)
+
+
+def matrix_from_rot6(rot6: np.ndarray) -> np.ndarray:
+    """(…,6) → (…,3,3) by Gram–Schmidt; the inverse of `rot6_from_matrix` on rotations."""
+    a, b = rot6[..., :3], rot6[..., 3:]
+    x = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-9)
+    b = b - np.sum(x * b, axis=-1, keepdims=True) * x
+    y = b / np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), 1e-9)
+    return np.stack([x, y, np.cross(x, y)], axis=-1)
+
+
+def yaw_matrix(yaw: np.ndarray) -> np.ndarray:
+    c, s = np.cos(yaw), np.sin(yaw)
+    out = np.zeros(np.shape(yaw) + (3, 3))
+    out[..., 0, 0], out[..., 0, 1], out[..., 1, 0], out[..., 1, 1] = c, -s, s, c
+    out[..., 2, 2] = 1.0
+    return out
+
+
+def heading(root_deltas: np.ndarray) -> np.ndarray:
+    """(T,) unwrapped yaw that turns −Y onto the root's forward, held where the root points straight up."""
+    forward = root_deltas @ FORWARD
+    flat = np.linalg.norm(forward[:, :2], axis=-1)
+    yaw = np.arctan2(forward[:, 0], -forward[:, 1])  # Rz(yaw)·(0,−1,0) = (sin yaw, −cos yaw, 0)
+    good = flat > 0.2
+    if not good.any():
+        return np.zeros(len(yaw))
+    index = np.where(good, np.arange(len(yaw)), 0)
+    np.maximum.accumulate(index, out=index)
+    index[: np.argmax(good)] = np.argmax(good)
+    return np.unwrap(yaw[index])
+
+
+@dataclass
+class ClipFeatures:
+    features: np.ndarray  # (T,J,CHANNELS) float32
+    positions: np.ndarray  # (T,J,3) canonical joint positions (for losses and tests)
+    start_yaw: float
+    start_ground: np.ndarray  # (2,) the root's ground point at frame 0
+
+
+def motion_features(canon: CanonicalRig, rig: Rig, motion: Motion) -> ClipFeatures:
+    """Features of a motion on `rig` (its own armature space); `canon` is `canonical_rig(rig)`."""
+    frame = canon.frame
+    pose = forward_kinematics(rig, motion)
+    positions = frame.to_canonical_points(pose[..., :3, 3])
+    world = frame.rotation @ pose[..., :3, :3]
+    deltas = world @ np.swapaxes(canon.rig.rest_rotations, -1, -2)[None]
+    root = canon.rig.main_root
+    yaw = heading(deltas[:, root])
+    turn = yaw_matrix(yaw)  # (T,3,3)
+    turn_t = np.swapaxes(turn, -1, -2)
+    ground = positions[:, root].copy()
+    ground[:, 2] = 0.0
+    count, joints = positions.shape[:2]
+    out = np.zeros((count, joints, CHANNELS))
+    out[..., ROT] = rot6_from_matrix(turn_t[:, None] @ deltas)
+    out[..., POS] = np.einsum("tab,tjb->tja", turn_t, positions - ground[:, None])
+    step = np.diff(
+        positions,
+        axis=0,
+        append=positions[-1:] + (positions[-1:] - positions[-2:-1]) if count > 1 else positions[-1:],
+    )
+    out[..., VEL] = np.einsum("tab,tjb->tja", turn_t, step) * motion.fps
+    if canon.feet.size:
+        floor = canon.rig.heads[canon.feet, 2]
+        out[:, canon.feet, CONTACT] = foot_contacts(
+            positions, canon.feet, motion.fps, floor=floor, body_size=1.0
+        )
+    yaw_rate = np.diff(yaw, append=2 * yaw[-1] - yaw[-2] if count > 1 else yaw[-1]) * motion.fps
+    out[:, root, YAW] = yaw_rate
+    return ClipFeatures(out.astype(np.float32), positions, float(yaw[0]), ground[0, :2].copy())
+
+
+def integrate_root(
+    features: np.ndarray,
+    root: int,
+    fps: float,
+    start_yaw: float = 0.0,
+    start_ground: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame heading (T,) and root ground point (T,3) from the root's yaw rate and velocity."""
+    yaw_rate = features[:, root, YAW].astype(np.float64)
+    yaw = start_yaw + np.concatenate([[0.0], np.cumsum(yaw_rate[:-1]) / fps])
+    velocity = np.einsum("tab,tb->ta", yaw_matrix(yaw), features[:, root, VEL].astype(np.float64))
+    ground = np.zeros((len(yaw), 3))
+    ground[0, :2] = np.zeros(2) if start_ground is None else start_ground
+    ground[1:, :2] = ground[0, :2] + np.cumsum(velocity[:-1, :2], axis=0) / fps
+    return yaw, ground
+
+
+def features_to_motion(
+    canon: CanonicalRig,
+    rig: Rig,
+    features: np.ndarray,
+    fps: float,
+    start_yaw: float = 0.0,
+    start_ground: np.ndarray | None = None,
+) -> Motion:
+    """Motion on `rig` (its own armature space) from features: rotations from `rot6`, the root path
+    integrated from the root's velocity and yaw rate, its height from its `pos`."""
+    root = canon.rig.main_root
+    yaw, ground = integrate_root(features, root, fps, start_yaw, start_ground)
+    turn = yaw_matrix(yaw)
+    local = matrix_from_rot6(features[..., ROT].astype(np.float64))
+    deltas = turn[:, None] @ local
+    root_position = ground + np.einsum("tab,tb->ta", turn, features[:, root, POS].astype(np.float64))
+    frame = canon.frame
+    # Back to armature axes: D_arm = Rcᵀ · D_c · Rc; the root through the inverse similarity.
+    arm_deltas = frame.from_canonical_rotations(deltas)
+    arm_root = frame.from_canonical_points(root_position)
+    return motion_from_world_deltas(rig, matrix_to_quat(arm_deltas), arm_root, fps)
+
+
+def positions_from_features(features: np.ndarray, root: int, fps: float) -> np.ndarray:
+    """(T,J,3) canonical joint positions straight from the `pos` channels and the integrated root."""
+    yaw, ground = integrate_root(features, root, fps)
+    return ground[:, None] + np.einsum("tab,tjb->tja", yaw_matrix(yaw), features[..., POS].astype(np.float64))
+
+
+def deltas_of(features: np.ndarray) -> np.ndarray:
+    """(T,J,4) quaternion world deltas in the heading frame (for tests and metrics)."""
+    return matrix_to_quat(matrix_from_rot6(features[..., ROT].astype(np.float64)))
+
+
+__all__ = [
+    "CHANNELS",
+    "ROT",
+    "POS",
+    "VEL",
+    "CONTACT",
+    "YAW",
+    "CanonicalRig",
+    "ClipFeatures",
+    "canonical_rig",
+    "motion_features",
+    "features_to_motion",
+    "integrate_root",
+    "positions_from_features",
+    "rot6_from_matrix",
+    "matrix_from_rot6",
+    "quat_to_matrix",
+]

@@ -1,0 +1,164 @@
+"""The motion model end to end on a tiny library: cache → train (and resume) → sample → export."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from kirin.kirin_addon.families import build_creature
+from kirin.kirin_addon.library import BuildConfig, build_library
+from kirin.kirin_addon.motion import joint_positions
+from kirin.models.config import DenoiserConfig, TrainConfig
+from kirin.models.dataset import FeatureCache, build_cache
+from kirin.models.denoiser import Denoiser
+from kirin.models.encoders import load_image_encoder, load_text_encoder
+from kirin.models.export import OnnxDenoiser, example_inputs, export_onnx
+from kirin.models.generator import GenerationError, MotionModel
+from kirin.models.representation import CHANNELS, CONTACT, YAW
+from kirin.models.train import train
+
+TINY = DenoiserConfig(width=32, heads=2, layers=2, ffn=64, window=4)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("model")
+    build_library(
+        root / "lib",
+        BuildConfig(clips=24, seed=3, clips_per_creature=3, min_frames=30, max_frames=40, workers=1),
+        progress=False,
+    )
+    build_cache([root / "lib"], root / "cache", load_text_encoder(), load_image_encoder(), progress=False)
+    config = TrainConfig(
+        data=[str(root / "cache")],
+        out=str(root / "run"),
+        window=24,
+        batch=4,
+        steps=3,
+        checkpoint_every=3,
+        log_every=1,
+        model=TINY,
+        bf16=False,
+        warmup=1,
+    )
+    first = train(config, progress=False)
+    config.steps = 5
+    second = train(config, progress=False)
+    return root, first, second
+
+
+def test_cache_holds_features_rigs_text_and_images(trained):
+    root, _, _ = trained
+    cache = FeatureCache(root / "cache")
+    assert len(cache.records) == 24
+    record = cache.records[0]
+    features = cache.features(0)
+    assert features.shape == (record["frames"], record["joints"], CHANNELS)
+    rig = cache.rig(record["rig"])
+    assert rig.geometry.shape[0] == record["joints"] and rig.names.shape == (record["joints"], 384)
+    assert cache.text_tokens.shape[1:] == (24, 384) and cache.text_masks[record["captions"][0]].sum() > 3
+    assert cache.images.shape[1] == 1280 and record["image"] >= 0
+    assert cache.std[CONTACT] > 0 and cache.mean[YAW] == 0
+
+
+def test_training_logs_checkpoints_and_resumes(trained):
+    root, first, second = trained
+    assert first["step"] == 3 and second["step"] == 5
+    lines = [json.loads(line) for line in (root / "run" / "log.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [1, 2, 3, 4, 5]
+    assert all(np.isfinite(line["total"]) for line in lines)
+    card = json.loads((root / "run" / "model.json").read_text())
+    assert card["step"] == 5 and len(card["mean"]) == CHANNELS
+
+
+@pytest.fixture(scope="module")
+def model_and_rig(trained):
+    root, _, _ = trained
+    model = MotionModel.load(root / "run")
+    creature = build_creature("quadruped", 7)
+    return model, creature, model.prepare_rig(creature.rig, creature.mesh)
+
+
+def test_same_seed_same_motion_and_guidance_matters(model_and_rig):
+    model, creature, prepared = model_and_rig
+    a = model.generate(prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, clean=False)[0]
+    b = model.generate(prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, clean=False)[0]
+    c = model.generate(
+        prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, guidance=4.0, clean=False
+    )[0]
+    assert np.array_equal(a.motion.rotations, b.motion.rotations)
+    assert np.abs(a.features - c.features).max() > 1e-4
+    assert a.motion.frame_count == 24 and a.motion.joint_count == creature.rig.joint_count
+    # Rotations only: bone lengths come out exact on the user's rig.
+    pos = joint_positions(creature.rig, a.motion)
+    child = creature.rig.parents >= 0
+    rest = np.linalg.norm(
+        creature.rig.heads[child] - creature.rig.heads[creature.rig.parents[child]], axis=-1
+    )
+    now = np.linalg.norm(pos[:, child] - pos[:, creature.rig.parents[child]], axis=-1)
+    assert np.abs(now - rest).max() < 1e-9 * creature.rig.body_size
+
+
+def test_variants_differ_and_frames_odd_lengths(model_and_rig):
+    model, _, prepared = model_and_rig
+    out = model.generate(prepared, "a dog walking", frames=21, seed=1, variants=2, steps=3, clean=False)
+    assert len(out) == 2 and out[0].motion.frame_count == 21
+    assert np.abs(out[0].features - out[1].features).max() > 1e-3
+
+
+def test_inpainted_frames_are_kept_exactly(model_and_rig):
+    model, creature, prepared = model_and_rig
+    from kirin.kirin_addon.controllers import generate
+
+    keep = generate(creature, "walk", 2, frames=24).motion
+    frames = np.array([0, 1, 2, 3, 20, 21, 22, 23])
+    out = model.generate(
+        prepared, "a dog walking", frames=24, seed=3, steps=4, keep=keep, keep_frames=frames, clean=False
+    )[0]
+    from kirin.models.representation import canonical_rig, motion_features
+
+    wanted = motion_features(prepared.canon, creature.rig, keep).features
+    assert np.abs(out.features[frames] - wanted[frames]).max() < 1e-5
+    assert np.abs(out.features[8:16] - wanted[8:16]).max() > 1e-3  # the rest is generated
+    del canonical_rig
+
+
+def test_loop_ends_where_it_starts(model_and_rig):
+    model, _, prepared = model_and_rig
+    out = model.generate(prepared, "a dog trotting", frames=32, seed=2, steps=4, loop=True, clean=False)[0]
+    f = out.features[..., :6]
+    seam = np.abs(f[0] - f[-1]).mean()
+    typical = np.abs(np.diff(f, axis=0)).mean()
+    assert seam < 3 * typical
+
+
+def test_bad_input_is_refused(model_and_rig):
+    model, _, prepared = model_and_rig
+    with pytest.raises(GenerationError, match="prompt is empty"):
+        model.generate(prepared, "   ")
+    with pytest.raises(GenerationError, match="Frames"):
+        model.generate(prepared, "a dog", frames=0)
+    with pytest.raises(GenerationError, match="does not exist"):
+        model.generate(prepared, "a dog", image="/no/such/image.png")
+
+
+def test_onnx_matches_torch(tmp_path):
+    torch.manual_seed(0)
+    net = Denoiser(TINY).eval()
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(0.05 * torch.randn_like(p))  # zero-initialised biases must not hide a wrong graph
+    path = export_onnx(net, tmp_path / "denoiser.onnx")
+    runner = OnnxDenoiser(path)
+    assert runner.device in ("cpu", "cuda")
+    for shape in [(2, 6, 7, 5), (1, 9, 23, 11)]:
+        inputs = example_inputs(net, *shape)
+        inputs["joint_mask"][:, -2:] = False
+        inputs["text_on"][0] = 0.0
+        with torch.no_grad():
+            expected = net(**inputs)
+        assert (runner(**inputs) - expected).abs().max() < 1e-4
