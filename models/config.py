@@ -21,12 +21,12 @@ IMAGE_DIM = 1280  # EfficientNet-Lite0 global feature
 @dataclass
 class DenoiserConfig:
     channels: int = CHANNELS  # per joint and frame
-    frames_per_token: int = 4  # temporal patch: 4 frames of one joint are one token
+    frames_per_token: int = 8  # temporal patch: 8 frames of one joint are one token (speed on 2 cores)
     width: int = 128
     heads: int = 4
     layers: int = 4
     ffn: int = 256
-    window: int = 8  # temporal attention reaches ±window tokens (length-agnostic)
+    window: int = 6  # temporal attention reaches ±window tokens (length-agnostic)
     geometry: int = GEOMETRY
     skin: int = SKIN
     text_dim: int = TEXT_DIM
@@ -56,7 +56,7 @@ class LossConfig:
 class TrainConfig:
     data: list[str] = field(default_factory=list)  # feature caches (see models/dataset.py)
     out: str = "runs/default"
-    window: int = 60  # training crop, frames (a multiple of frames_per_token)
+    window: int = 64  # training crop, frames (a multiple of frames_per_token)
     batch: int = 16
     lr: float = 3e-4
     weight_decay: float = 0.01

@@ -197,6 +197,7 @@ class MotionModel:
         clean: bool = True,
         image_encoder: str | None = None,
         progress=None,
+        sampler: str = "ddim",
     ) -> list[Generated]:
         """`variants` motions of `frames` frames. `keep` (a motion on the rig, same length) with
         `keep_frames` (indices) pins those frames (in-betweening). `loop` makes the last frame flow
@@ -231,16 +232,23 @@ class MotionModel:
             def step_hook(x0: torch.Tensor) -> torch.Tensor:
                 return crossfade_loop(x0, extra)
 
-        x0 = self.diffusion.sample_ddim(
-            predict,
-            shape,
-            steps=steps,
-            guidance=guidance,
-            inpaint=inpaint,
-            noise=noise,
-            progress=progress,
-            hook=step_hook,
-        )
+        if sampler == "ancestral":  # the full-length reference sampler (benchmarks)
+            x0 = self.diffusion.sample_ancestral(
+                predict, shape, guidance=guidance, generator=generator, inpaint=inpaint
+            )
+        elif sampler == "ddim":
+            x0 = self.diffusion.sample_ddim(
+                predict,
+                shape,
+                steps=steps,
+                guidance=guidance,
+                inpaint=inpaint,
+                noise=noise,
+                progress=progress,
+                hook=step_hook,
+            )
+        else:
+            raise GenerationError(f"Unknown sampler {sampler!r} (ddim or ancestral)")
         if loop:
             x0 = crossfade_loop(x0, extra)[:, :length]
         x0 = x0[:, :frames]
