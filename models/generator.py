@@ -318,4 +318,4 @@ def _clean(rig: Rig, feet: np.ndarray, motion: Motion, contacts: np.ndarray) -> 
     from ..kirin_addon.cleanup import clean_motion
 
     result = clean_motion(rig, motion, contacts=contacts, feet=feet)
-    return result.motion, getattr(result, "report", {})
+    return result.motion, result.summary()

@@ -162,3 +162,15 @@ def test_onnx_matches_torch(tmp_path):
         with torch.no_grad():
             expected = net(**inputs)
         assert (runner(**inputs) - expected).abs().max() < 1e-4
+
+
+def test_clean_up_locks_the_predicted_contacts(model_and_rig):
+    model, creature, prepared = model_and_rig
+    out = model.generate(prepared, "a dog walking", frames=24, seed=4, steps=3)[0]
+    summary = out.report["cleanup"]
+    assert isinstance(summary, dict) and "frames_adjusted" in summary
+    pos = joint_positions(creature.rig, out.motion)
+    child = creature.rig.parents >= 0
+    rest = creature.rig.heads[child] - creature.rig.heads[creature.rig.parents[child]]
+    now = pos[:, child] - pos[:, creature.rig.parents[child]]
+    assert np.abs(np.linalg.norm(now, axis=-1) - np.linalg.norm(rest, axis=-1)).max() < 1e-9
