@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .augment import DEPTH, apply_rest_change, random_rest_change
 from .dataset import FeatureCache
 from .rig_features import EDGE_TYPES, MAX_HOPS
 
@@ -64,7 +65,13 @@ class Batcher:
         mask[frames:] = False
         return out, mask
 
-    def sample(self, drop_text: float = 0.0, drop_image: float = 0.0, drop_skin: float = 0.5) -> dict:
+    def sample(
+        self,
+        drop_text: float = 0.0,
+        drop_image: float = 0.0,
+        drop_skin: float = 0.5,
+        rest_augment: float = 0.0,
+    ) -> dict:
         centre = int(self.rng.choice(len(self.order), p=self.p))
         spread = 4 * self.batch
         low = max(0, min(centre - spread // 2, len(self.order) - spread))
@@ -72,7 +79,7 @@ class Batcher:
         picks = [self.order[centre]] + list(
             self.rng.choice(pool, size=self.batch - 1, replace=len(pool) < self.batch - 1)
         )
-        return self.collate(picks, drop_text, drop_image, drop_skin)
+        return self.collate(picks, drop_text, drop_image, drop_skin, rest_augment=rest_augment)
 
     def collate(
         self,
@@ -81,6 +88,7 @@ class Batcher:
         drop_image: float = 0.0,
         drop_skin: float = 0.0,
         caption: str = "random",
+        rest_augment: float = 0.0,
     ) -> dict:
         cache, rng = self.cache, self.rng
         count = len(picks)
@@ -111,15 +119,23 @@ class Batcher:
             record = cache.records[index]
             j = record["joints"]
             window, valid = self._window(index)
+            rig = cache.rig(record["rig"])
+            rig_geometry, rig_offsets, rig_skin = rig.geometry, rig.offsets, rig.skin
+            if rest_augment and rng.random() < rest_augment:
+                # Another rest pose for the same motion; the skin features no longer fit it.
+                change = random_rest_change(rig.parents, rig.geometry[:, DEPTH], rng)
+                window, rig_geometry, rig_offsets = apply_rest_change(
+                    window, rig.geometry, rig.parents, change
+                )
+                rig_skin = np.zeros_like(rig.skin)
             x0[b, :, :j] = (window - cache.mean) / cache.std
             frame_mask[b] = valid
             joint_mask[b, :j] = True
-            rig = cache.rig(record["rig"])
-            geometry[b, :j], names[b, :j] = rig.geometry, rig.names
+            geometry[b, :j], names[b, :j] = rig_geometry, rig.names
             if rng.random() >= drop_skin:
-                skin[b, :j] = rig.skin
+                skin[b, :j] = rig_skin
             hops[b, :j, :j], edges[b, :j, :j], paths[b, :j, :j] = rig.hops, rig.edges, rig.paths
-            offsets[b, :j], root_of[b, :j], feet[b, :j] = rig.offsets, rig.root_of, rig.feet
+            offsets[b, :j], root_of[b, :j], feet[b, :j] = rig_offsets, rig.root_of, rig.feet
             parents[b, :j] = rig.parents
             if caption == "heldout" and record["heldout_caption"] >= 0:
                 cap = record["heldout_caption"]

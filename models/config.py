@@ -65,6 +65,7 @@ class TrainConfig:
     ema: float = 0.999
     drop_text: float = 0.2  # each condition dropped with p = 0.2 (classifier-free guidance)
     drop_image: float = 0.2
+    rest_augment: float = 0.3  # share of samples shown on a rig with another rest pose (models/augment.py)
     authored_weight: float = 4.0  # how much more often an authored clip is drawn than a procedural one
     checkpoint_every: int = 100
     log_every: int = 10

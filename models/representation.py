@@ -25,7 +25,7 @@ from ..kirin_addon.canonical import CanonicalFrame, detect_canonical_frame
 from ..kirin_addon.metrics import foot_contacts
 from ..kirin_addon.motion import Motion, forward_kinematics, motion_from_world_deltas
 from ..kirin_addon.rig import Rig
-from ..kirin_addon.rotations import matrix_to_quat, quat_to_matrix
+from ..kirin_addon.rotations import matrix_to_6d, matrix_to_quat, sixd_to_matrix
 
 ROT = slice(0, 6)
 POS = slice(6, 9)
@@ -49,20 +49,6 @@ def canonical_rig(rig: Rig, frame: CanonicalFrame | None = None) -> CanonicalRig
     frame = detect_canonical_frame(rig) if frame is None else frame
     canonical = rig.transformed(frame.matrix())
     return CanonicalRig(canonical, frame, np.asarray(canonical.foot_candidates(), dtype=np.int64))
-
-
-def rot6_from_matrix(matrix: np.ndarray) -> np.ndarray:
-    """(…,3,3) → (…,6): the first two columns (Zhou et al.)."""
-    return np.concatenate([matrix[..., :, 0], matrix[..., :, 1]], axis=-1)
-
-
-def matrix_from_rot6(rot6: np.ndarray) -> np.ndarray:
-    """(…,6) → (…,3,3) by Gram–Schmidt; the inverse of `rot6_from_matrix` on rotations."""
-    a, b = rot6[..., :3], rot6[..., 3:]
-    x = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-9)
-    b = b - np.sum(x * b, axis=-1, keepdims=True) * x
-    y = b / np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), 1e-9)
-    return np.stack([x, y, np.cross(x, y)], axis=-1)
 
 
 def yaw_matrix(yaw: np.ndarray) -> np.ndarray:
@@ -110,7 +96,7 @@ def motion_features(canon: CanonicalRig, rig: Rig, motion: Motion) -> ClipFeatur
     ground[:, 2] = 0.0
     count, joints = positions.shape[:2]
     out = np.zeros((count, joints, CHANNELS))
-    out[..., ROT] = rot6_from_matrix(turn_t[:, None] @ deltas)
+    out[..., ROT] = matrix_to_6d(turn_t[:, None] @ deltas)
     out[..., POS] = np.einsum("tab,tjb->tja", turn_t, positions - ground[:, None])
     step = np.diff(
         positions,
@@ -158,7 +144,7 @@ def features_to_motion(
     root = canon.rig.main_root
     yaw, ground = integrate_root(features, root, fps, start_yaw, start_ground)
     turn = yaw_matrix(yaw)
-    local = matrix_from_rot6(features[..., ROT].astype(np.float64))
+    local = sixd_to_matrix(features[..., ROT].astype(np.float64))
     deltas = turn[:, None] @ local
     root_position = ground + np.einsum("tab,tb->ta", turn, features[:, root, POS].astype(np.float64))
     frame = canon.frame
@@ -176,24 +162,4 @@ def positions_from_features(features: np.ndarray, root: int, fps: float) -> np.n
 
 def deltas_of(features: np.ndarray) -> np.ndarray:
     """(T,J,4) quaternion world deltas in the heading frame (for tests and metrics)."""
-    return matrix_to_quat(matrix_from_rot6(features[..., ROT].astype(np.float64)))
-
-
-__all__ = [
-    "CHANNELS",
-    "ROT",
-    "POS",
-    "VEL",
-    "CONTACT",
-    "YAW",
-    "CanonicalRig",
-    "ClipFeatures",
-    "canonical_rig",
-    "motion_features",
-    "features_to_motion",
-    "integrate_root",
-    "positions_from_features",
-    "rot6_from_matrix",
-    "matrix_from_rot6",
-    "quat_to_matrix",
-]
+    return matrix_to_quat(sixd_to_matrix(features[..., ROT].astype(np.float64)))

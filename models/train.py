@@ -177,7 +177,7 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
 
     while step < config.steps:
         batcher = batchers[int(rng.choice(len(batchers), p=sizes / sizes.sum()))]
-        batch = batcher.sample(config.drop_text, config.drop_image)
+        batch = batcher.sample(config.drop_text, config.drop_image, rest_augment=config.rest_augment)
         batch = {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in batch.items()}
         x0 = batch["x0"]
         t = torch.randint(0, diffusion.steps, (x0.shape[0],), device=device)
