@@ -371,8 +371,8 @@ _DEFAULT_SIZE = {"quadruped": 0.5, "biped": 0.9, "bird": 0.12, "hexapod": 0.01, 
                  "serpent": 1.0, "dragon": 1.5, "fish": 0.4}
 _LEGLESS = frozenset({"serpent", "fish"})
 # nominal v / sqrt(g L) of each action for legged bodies
-_NOMINAL_FROUDE = {"walk": 0.45, "trot": 0.9, "pace": 0.9, "canter": 1.4, "gallop": 2.2, "bound": 1.6,
-                   "pronk": 0.8, "run": 1.3, "hop": 0.6, "jump": 1.0, "tripod_gait": 0.9, "wave_gait": 0.35,
+_NOMINAL_FROUDE = {"walk": 0.5, "trot": 0.9, "pace": 0.9, "canter": 1.4, "gallop": 2.2, "bound": 1.6,
+                   "pronk": 0.8, "run": 1.05, "hop": 0.6, "jump": 1.0, "tripod_gait": 0.9, "wave_gait": 0.35,
                    "fly": 8.0, "glide": 8.0, "takeoff": 3.0, "land": 3.0, "flap": 3.0, "turn": 0.3,
                    "stop": 0.3, "move": 0.5}
 # nominal body lengths per second for legless bodies

@@ -13,6 +13,7 @@ Entry point: `generate(creature, action, seed, ...)`; `ACTIONS_BY_FAMILY` lists 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,8 +21,8 @@ import numpy as np
 
 from .creature import LEFT, Creature, Limb
 from .ik import aim, two_bone_deltas
-from .motion import Motion, motion_from_world_deltas
-from .rotations import quat_about, quat_identity, quat_multiply, quat_rotate
+from .motion import Motion, forward_kinematics, motion_from_world_deltas
+from .rotations import quat_about, quat_identity, quat_multiply, quat_rotate, quat_slerp
 
 GRAVITY = 9.81
 X_AXIS = np.array([1.0, 0.0, 0.0])  # the creature's lateral axis (pitch)
@@ -36,6 +37,10 @@ REACH_MIN_EXTRA = 0.04
 CROUCH = 0.08
 # At least this many frames per gait cycle by default: faster cycles alias at the clip's frame rate.
 MIN_CYCLE_FRAMES = 6.0
+# Never fewer than this many (explicit speeds and turn rates may need faster cycles than the above).
+HARD_CYCLE_FRAMES = 4.0
+# A default turn may shorten strides by up to this factor before it is made wider.
+TURN_STRIDE = 1.5
 
 
 @dataclass(frozen=True)
@@ -52,16 +57,19 @@ class Gait:
     pitch: float = 0.0  # body pitch oscillation (rad), for bounds and gallops
     sway: float = 0.0  # lateral body sway, in leg lengths (bipeds)
     stride_scale: float = 1.0  # multiplies Alexander's relative stride length
+    nod: float = 0.04  # head-and-neck pitch oscillation (rad), with the body bob
+    crouch: float = 0.08  # body drop (in leg lengths) the stride may count on to reach further
 
 
 GAITS: dict[str, Gait] = {
-    "walk": Gait("walk", "lateral", 0.65, 0.20, 0.08, 0.012, 2, stride_scale=0.8),
+    "walk": Gait("walk", "lateral", 0.58, 0.30, 0.08, 0.012, 2),
     "trot": Gait("trot", "trot", 0.45, 0.70, 0.12, 0.025, 2),
     "pace": Gait("pace", "pace", 0.45, 0.70, 0.11, 0.02, 2),
     "canter": Gait("canter", "canter", 0.40, 1.30, 0.13, 0.03, 1, pitch=0.06),
-    "gallop": Gait("gallop", "transverse", 0.32, 2.20, 0.14, 0.03, 1, pitch=0.08, stride_scale=0.85),
-    "rotary_gallop": Gait("rotary_gallop", "rotary", 0.32, 2.20, 0.14, 0.03, 1, pitch=0.08,
-                          stride_scale=0.85),
+    "gallop": Gait("gallop", "transverse", 0.25, 5.00, 0.14, 0.03, 1, pitch=0.08, stride_scale=0.95,
+                   nod=0.25, crouch=0.12),
+    "rotary_gallop": Gait("rotary_gallop", "rotary", 0.25, 5.00, 0.14, 0.03, 1, pitch=0.08,
+                          stride_scale=0.95, nod=0.25, crouch=0.12),
     "bound": Gait("bound", "bound", 0.38, 1.40, 0.14, 0.035, 1, pitch=0.10, stride_scale=0.85),
     "pronk": Gait("pronk", "pronk", 0.35, 0.60, 0.16, 0.05, 1, stride_scale=0.7),
     "biped_walk": Gait("biped_walk", "alternate", 0.62, 0.20, 0.07, 0.015, 2, sway=0.02, stride_scale=0.7),
@@ -203,6 +211,38 @@ def leg_rigs(creature: Creature) -> list[LegRig]:
     return out
 
 
+# Distal leg joints (ankles, wrists) keep at least this fraction of their rest height above the foot.
+DISTAL_CLEARANCE = 0.5
+
+
+def _distal_heights(leg: LegRig, q: np.ndarray) -> np.ndarray:
+    """(T,k) heights above the foot of the distal joints (below the solved pair) under delta q."""
+    vectors = leg.vectors[leg.pair + 2:]
+    drops = quat_rotate(q[:, None], np.broadcast_to(vectors, (q.shape[0],) + vectors.shape))[..., 2]
+    return -np.cumsum(drops[:, ::-1], axis=1)[:, ::-1]
+
+
+def _limit_lean(leg: LegRig, upright: np.ndarray, lean: np.ndarray, fold: np.ndarray,
+                iterations: int = 8) -> np.ndarray:
+    """`lean` blended back towards `upright` (per frame, as little as needed) so that every distal
+    joint stays at least DISTAL_CLEARANCE of its rest height above the foot."""
+    rest = _distal_heights(leg, quat_identity((1,)))[0]
+    floor = np.where(rest > 0, DISTAL_CLEARANCE * rest, rest)
+
+    def ok(q: np.ndarray) -> np.ndarray:
+        return np.all(_distal_heights(leg, quat_multiply(q, fold)) >= floor[None] - 1e-12, axis=1)
+
+    good = ok(lean)
+    if good.all():
+        return lean
+    lo, hi = np.zeros(lean.shape[0]), np.ones(lean.shape[0])
+    for _ in range(iterations):  # bisection on the blend weight: continuous over time
+        mid = 0.5 * (lo + hi)
+        fine = ok(quat_slerp(upright, lean, mid))
+        lo, hi = np.where(fine, mid, lo), np.where(fine, hi, mid)
+    return np.where(good[:, None], lean, quat_slerp(upright, lean, lo))
+
+
 # ----------------------------------------------------------------------------- pose assembly
 @dataclass
 class BodyPose:
@@ -299,9 +339,12 @@ class Poser:
             end = targets[:, i].copy()
             distal = []
             if leg.pair + 2 < len(leg.vectors):
-                # Below the pair: lean with the whole leg (gives the pair the most slack), fold in swing.
+                # Below the pair: lean with the whole leg (gives the pair the most slack), fold in swing,
+                # but never so far that an ankle or wrist dips towards the ground (a far-forward or
+                # far-back foot would otherwise tip its paw segment past horizontal).
                 whole = leg.foot_rest - self.rig.heads[leg.chain[0]]
-                lean = aim(heading, whole, targets[:, i] - hip)
+                lean = _limit_lean(leg, heading, aim(heading, whole, targets[:, i] - hip),
+                                   about(X_AXIS, fold[:, i]))
                 for _ in range(leg.pair + 2, len(leg.vectors)):
                     distal.append(quat_multiply(lean, about(X_AXIS, fold[:, i])))
             for k, q in zip(range(leg.pair + 2, len(leg.vectors)), distal, strict=True):
@@ -353,8 +396,12 @@ class Poser:
 
 def solve_clip(creature: Creature, pose: BodyPose, targets: np.ndarray, yaw: np.ndarray,
                fold: np.ndarray, contacts: np.ndarray, fps: float,
-               extra: Callable[[Poser], None] | None = None, lower: bool = True) -> tuple[Motion, dict]:
-    """Body pose + foot targets → Motion, dropping the body where a planted foot is out of reach."""
+               extra: Callable[[Poser], None] | None = None, lower: bool = True,
+               planted: np.ndarray | None = None) -> tuple[Motion, dict]:
+    """Body pose + foot targets → Motion, dropping the body where a foot in `contacts` is out of reach.
+
+    info["unreached_planted"] counts frames × legs of `planted` (default: contacts) whose target was
+    not met (a swing foot lifted closer to its hip than the leg folds is met as near as it goes)."""
     frames = pose.root.shape[0]
     poser = Poser(creature, frames)
     poser.apply_body(pose)
@@ -376,7 +423,7 @@ def solve_clip(creature: Creature, pose: BodyPose, targets: np.ndarray, yaw: np.
     reached = poser.solve_legs(rel, root, targets, yaw, fold) if poser.legs else np.ones((frames, 0), bool)
     motion = poser.motion(root, fps)
     info = {"body_drop_max": float(drop.max()) if drop.size else 0.0,
-            "unreached_planted": int(np.sum(~reached & contacts))}
+            "unreached_planted": int(np.sum(~reached & (contacts if planted is None else planted)))}
     return motion, info
 
 
@@ -394,6 +441,18 @@ class Profile:
     heading: np.ndarray  # (N,) facing angle (0 = −Y)
     position: np.ndarray  # (N,2) pelvis ground track
     weights: np.ndarray  # (N,K) blend weight of each segment
+    track: np.ndarray | None = None  # (N,2) ground track of the pivot the body turns about
+    sign: float = 1.0  # −1 when travelling backwards
+
+    def turn_centre(self, t: float) -> np.ndarray | None:
+        """(2,) the point the body is turning about at time t, None on a (nearly) straight path."""
+        k = int(np.clip(round((t - self.times[0]) * self.fps), 0, len(self.times) - 1))
+        w, v = self.turn[k], self.sign * self.speed[k]
+        if abs(w) < 1e-9:
+            return None
+        track = self.position if self.track is None else self.track
+        left = np.array([np.cos(self.heading[k]), np.sin(self.heading[k])])
+        return track[k] + (v / w) * left
 
     def at(self, t: float) -> tuple[np.ndarray, float]:
         """Ground position and heading at any time (linear between grid samples, clamped)."""
@@ -431,12 +490,14 @@ def build_path(times: np.ndarray, pad: int, frames: int, fps: float, speeds: np.
     position = np.concatenate([[[0.0, 0.0]], np.cumsum(0.5 * (velocity[1:] + velocity[:-1]) * dt, axis=0)])
     if pivot is None:
         position += start[:2] - position[pad]
+        track = position
     else:
         arm = start[:2] - pivot[:2]
         c, s = np.cos(heading), np.sin(heading)
         swung = np.stack([c * arm[0] - s * arm[1], s * arm[0] + c * arm[1]], axis=-1)
-        position += pivot[:2] - position[pad] + swung
-    return Profile(times, pad, frames, fps, speed, turn, heading, position, weights)
+        track = position + pivot[:2] - position[pad]
+        position = track + swung
+    return Profile(times, pad, frames, fps, speed, turn, heading, position, weights, track, sign)
 
 
 # ----------------------------------------------------------------------------- gaits
@@ -482,26 +543,138 @@ def phase_offsets(pattern: str, legs: list[LegRig]) -> np.ndarray:
     return out
 
 
-def max_sweep(creature: Creature, legs: list[LegRig]) -> float:
-    """Longest stance sweep (m) every leg can cover from its rest stance with little body drop."""
-    heads = creature.rig.heads
-    crouch = CROUCH * max(creature.leg_length, 1e-3)
-    sweeps = []
-    for leg in legs:
-        start, end = heads[leg.chain[leg.pair]], heads[leg.chain[leg.pair + 2]]
-        # The foot sweeps fore–aft (y) with its lateral (x) and vertical (z) offsets fixed: sprawled
-        # legs have less of their reach left for the stride than upright ones.
-        lateral, fore_aft, vertical = np.abs(start - end)
-        if lateral < 0.5 * vertical:
-            fore_aft = 0.0  # upright legs: a small body drop absorbs the fore–aft offset
-        reach = 0.93 * leg.reach[1]
-        half = np.sqrt(max(reach**2 - vertical**2 - lateral**2, 0.0)) - fore_aft
-        if half < 0.2 * reach:
-            # A (nearly) straight rest leg: count on a slight crouch rather than a sliver of sweep.
-            lowered = max(vertical - crouch, 0.0)
-            half = max(np.sqrt(max(reach**2 - lowered**2 - lateral**2, 0.0)) - fore_aft, 0.2 * reach)
-        sweeps.append(2.0 * half)
-    return 0.9 * min(sweeps)
+# Directions (evenly spaced about up) in which a foot's reach from its stance centre is sampled.
+REACH_DIRECTIONS = 16
+# A foot's stance centre moves at most this fraction of its leg's length from its rest point.
+STANCE_SHIFT = 0.12
+_REACH_STEPS = 32  # samples along each direction, up to 1.5 × the leg's length, then refined
+
+
+@dataclass
+class LegReach:
+    """Where each foot can be planted: its stance centre and how far it may go from it.
+
+    Measured with the solver itself (`Poser.leg_ends`: proximal segments aiming at the foot, distal
+    ones leaning with the leg) on the rest body lowered by `crouch`, so a gait planned within these
+    radii needs no more body drop than that.
+    """
+
+    neutral: np.ndarray  # (L,3) stance centre of each foot: its rest point shifted fore–aft (y)
+    radius: np.ndarray  # (L,D) reach (m) from the centre towards angle 2πk/D (0 = +X, π/2 = +Y)
+    crouch: float  # body drop (m) the radii count on
+
+    def half_sweep(self, direction: np.ndarray) -> np.ndarray:
+        """(L,) half the straight stance each foot can sweep through its centre along (L,2) directions."""
+        count = self.radius.shape[1]
+        angle = np.arctan2(direction[:, 1], direction[:, 0])
+        out = []
+        for turn in (0.0, np.pi):  # a stance runs both ways from the centre
+            x = ((angle + turn) % (2 * np.pi)) / (2 * np.pi) * count
+            k0 = np.floor(x).astype(int) % count
+            rows = np.arange(len(self.radius))
+            # The smaller sampled neighbour: never promise more than was measured.
+            out.append(np.minimum(self.radius[rows, k0], self.radius[rows, (k0 + 1) % count]))
+        return np.minimum(out[0], out[1])
+
+    def frequency(self, velocity: np.ndarray, duty: float) -> float:
+        """Least stride frequency at which every foot's stance (duration duty/f) fits its reach, for
+        (L,2) ground velocities of the feet's stance centres relative to the body (body frame)."""
+        speed = np.linalg.norm(velocity, axis=1)
+        if not np.any(speed > 0):
+            return 0.0
+        half = np.maximum(self.half_sweep(np.where(speed[:, None] > 0, velocity, [[0.0, 1.0]])), 1e-12)
+        return float(np.max(speed * duty / (2.0 * half)))
+
+
+def _reachable(creature: Creature, legs: list[LegRig], offsets: np.ndarray, drop: float) -> np.ndarray:
+    """(M,L): can each leg put its foot at foot_rest + offsets[m, leg] with the rest body lowered by drop?"""
+    m = offsets.shape[0]
+    poser = Poser(creature, m)
+    pelvis = creature.rig.heads[creature.pelvis]
+    pose = BodyPose(np.repeat((pelvis - drop * Z_AXIS)[None], m, axis=0), quat_identity((m,)))
+    poser.apply_body(pose)
+    poser.inherit()
+    rel = poser.relative_positions()
+    root = poser.root_for(pose.root, rel)
+    feet = np.array([leg.foot_rest for leg in legs])[None] + offsets
+    zeros = np.zeros((m, len(legs)))
+    starts, ends, _ = poser.leg_ends(rel, root, feet, zeros, zeros)
+    ok = np.zeros((m, len(legs)), dtype=bool)
+    for i, leg in enumerate(legs):
+        lo, hi = leg.reach
+        d = np.linalg.norm(starts[i] - ends[i], axis=-1)
+        ok[:, i] = (d <= hi) & (d >= lo)
+    return ok
+
+
+def _reach_along(creature: Creature, legs: list[LegRig], centre: np.ndarray, directions: np.ndarray,
+                 drop: float) -> np.ndarray:
+    """(L,D) farthest distance from `centre` (L,3 offsets from the rest feet) along each of (D,2)
+    directions up to which every sample is reachable."""
+    scale = np.array([1.5 * np.sum(np.linalg.norm(leg.vectors, axis=1)) for leg in legs])
+    steps = np.linspace(0.0, 1.0, _REACH_STEPS + 1)
+    dirs3 = np.concatenate([directions, np.zeros((len(directions), 1))], axis=1)
+
+    def test(fractions: np.ndarray) -> np.ndarray:  # (S,D,L) fractions of scale → (S,D,L) reachable
+        offsets = centre[None, None] + (fractions * scale)[..., None] * dirs3[None, :, None, :]
+        shape = offsets.shape[:3]
+        return _reachable(creature, legs, offsets.reshape(-1, len(legs), 3), drop).reshape(shape)
+
+    grid = np.broadcast_to(steps[:, None, None], (len(steps), len(directions), len(legs)))
+    ok = test(grid)
+    first_bad = np.where(ok.all(axis=0), len(steps) - 1, np.argmin(ok, axis=0))  # (D,L)
+    lo = np.where(first_bad > 0, steps[np.maximum(first_bad - 1, 0)], 0.0)
+    hi = np.where(ok.all(axis=0), 1.0, steps[first_bad])
+    lo = np.where(ok[0], lo, 0.0)
+    hi = np.where(ok[0], hi, 0.0)
+    # Refine between the last reachable sample and the first one out of reach (one more batch).
+    sub = np.linspace(0.0, 1.0, _REACH_STEPS + 1)[1:-1]
+    fine = test(lo[None] + sub[:, None, None] * (hi - lo)[None])
+    count = np.where(fine.all(axis=0), len(sub), np.argmin(fine, axis=0))
+    lo = lo + np.where(count > 0, sub[np.maximum(count - 1, 0)], 0.0) * (hi - lo)
+    return (lo * scale[None]).T
+
+
+_REACH_CACHE: dict[tuple[int, float], tuple[weakref.ref, LegReach]] = {}
+
+
+def leg_reach(creature: Creature, legs: list[LegRig] | None = None, crouch: float = CROUCH) -> LegReach:
+    """Stance centres and reach radii of the legs (see `LegReach`), the body lowered by crouch·L.
+
+    Cached per creature object (a library build makes many clips of one creature)."""
+    key = (id(creature), crouch)
+    hit = _REACH_CACHE.get(key)
+    if hit is not None and hit[0]() is creature:
+        return hit[1]
+    reach = _leg_reach(creature, legs if legs is not None else leg_rigs(creature), crouch)
+    if len(_REACH_CACHE) > 256:
+        _REACH_CACHE.clear()
+    _REACH_CACHE[key] = (weakref.ref(creature), reach)
+    return reach
+
+
+def _leg_reach(creature: Creature, legs: list[LegRig], crouch: float) -> LegReach:
+    drop = crouch * max(creature.leg_length, 1e-3)
+    zero = np.zeros((len(legs), 3))
+    # Fore–aft first: centre each foot's stance in what it can reach forwards and backwards (at the
+    # default crouch, so that every gait of a creature shares its stance centres).
+    ahead, behind = _reach_along(creature, legs, zero, np.array([[0.0, -1.0], [0.0, 1.0]]),
+                                 CROUCH * max(creature.leg_length, 1e-3)).T
+    centre = zero.copy()
+    # ... but not far from where the rig stands: sprawled legs would bunch up under the body.
+    most = STANCE_SHIFT * np.array([np.sum(np.linalg.norm(leg.vectors, axis=1)) for leg in legs])
+    centre[:, 1] = np.clip(0.5 * (behind - ahead), -most, most)
+    angles = 2 * np.pi * np.arange(REACH_DIRECTIONS) / REACH_DIRECTIONS
+    directions = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    radius = _reach_along(creature, legs, centre, directions, drop)
+    neutral = np.array([leg.foot_rest for leg in legs]) + centre
+    return LegReach(neutral, radius, drop)
+
+
+def max_sweep(creature: Creature, legs: list[LegRig], crouch: float = CROUCH) -> float:
+    """Longest straight fore–aft stance sweep (m) every leg can cover with at most crouch·L body drop."""
+    reach = leg_reach(creature, legs, crouch)
+    return float(2.0 * np.min(reach.half_sweep(np.tile([[0.0, 1.0]], (len(legs), 1)))))
 
 
 def stride_frequency(gait: Gait, speed: float, leg: float) -> float:
@@ -512,6 +685,46 @@ def stride_frequency(gait: Gait, speed: float, leg: float) -> float:
     return max(speed, 0.25 * default) / stride
 
 
+# Share of the swing's fore–aft travel that follows an ease-in/ease-out curve; the rest is linear,
+# so a foot leaves its footprint at once (a pure ease held it near the ground and near its old
+# footprint, i.e. in effect planted, for the first and last ~10% of the swing).
+SWING_EASE = 0.4
+
+
+# Swing height peaks early (at 0.5^(1/SWING_RISE) of the swing): feet snap up at lift-off and reach
+# forward to a softer touchdown, instead of grazing the ground at both ends of a symmetric arc.
+SWING_RISE = 0.6
+
+
+def swing_profile(s: np.ndarray | float) -> np.ndarray | float:
+    """Fraction of the way from lift-off to touchdown at swing progress s ∈ [0, 1]."""
+    return (1.0 - SWING_EASE) * np.clip(s, 0.0, 1.0) + SWING_EASE * smoothstep(s)
+
+
+def swing_height(s: np.ndarray | float) -> np.ndarray | float:
+    """Foot height over the swing, as a fraction of the gait's lift (0 at both ends, 1 at the top)."""
+    return np.sin(np.pi * np.clip(s, 0.0, 1.0) ** SWING_RISE)
+
+
+def swing_point(src: np.ndarray, dst: np.ndarray, centre: np.ndarray | None, h: float) -> np.ndarray:
+    """Foot position a fraction h of the way from src to dst (3,): along the arc about the point the
+    body turns about (radius and angle blended), so a swing keeps up with a turning body instead of
+    cutting the chord inside it; a straight line on a straight path."""
+    out = src + (dst - src) * h
+    if centre is None:
+        return out
+    a, b = src[:2] - centre, dst[:2] - centre
+    ra, rb = np.hypot(*a), np.hypot(*b)
+    if min(ra, rb) < 1e-12:
+        return out
+    sweep = (np.arctan2(b[1], b[0]) - np.arctan2(a[1], a[0]) + np.pi) % (2 * np.pi) - np.pi
+    if abs(sweep) < 1e-6:
+        return out
+    angle = np.arctan2(a[1], a[0]) + sweep * h
+    out[:2] = centre + (ra + (rb - ra) * h) * np.array([np.cos(angle), np.sin(angle)])
+    return out
+
+
 @dataclass
 class FootPlan:
     targets: np.ndarray  # (N,L,3)
@@ -520,14 +733,15 @@ class FootPlan:
     fold: np.ndarray  # (N,L) distal flexion during swing
 
 
-def plan_feet(profile: Profile, legs: list[LegRig], pelvis_rest: np.ndarray, phase: np.ndarray,
-              offsets: np.ndarray, duty: np.ndarray, lift: np.ndarray, freq: np.ndarray,
-              moving: np.ndarray) -> FootPlan:
+def plan_feet(profile: Profile, legs: list[LegRig], neutral: np.ndarray, pelvis_rest: np.ndarray,
+              phase: np.ndarray, offsets: np.ndarray, duty: np.ndarray, lift: np.ndarray, freq: np.ndarray,
+              moving: np.ndarray, girdle_shift: np.ndarray | None = None) -> FootPlan:
     """Contact schedule and foot targets: one constant point per stance, an arc per swing.
 
-    A foot lands where its rest offset from the pelvis will be at mid-stance (predicted from the
-    path), so stance is centred under its hip. Once the creature has stopped for good, feet in
-    stance stay down and feet in swing finish their step and stay down.
+    A foot lands where its stance centre (`neutral`, body frame at rest, moved by `girdle_shift`
+    (N,L,2) where the spine bends) will be at mid-stance (predicted from the path), so stance is
+    centred in what the leg can reach. Once the creature has stopped for good, feet in stance stay
+    down and feet in swing finish their step and stay down.
     """
     n, count = len(profile.times), len(legs)
     targets = np.zeros((n, count, 3))
@@ -538,7 +752,12 @@ def plan_feet(profile: Profile, legs: list[LegRig], pelvis_rest: np.ndarray, pha
 
     def placement(i: int, t: float) -> tuple[np.ndarray, float]:
         pos, head = profile.at(t)
-        rel = legs[i].foot_rest - pelvis_rest
+        rel = neutral[i] - pelvis_rest
+        if girdle_shift is not None:
+            x = np.clip((t - profile.times[0]) * profile.fps, 0.0, n - 1.0)
+            lo = min(int(np.floor(x)), n - 2)
+            rel = rel.copy()
+            rel[:2] += (1 - (x - lo)) * girdle_shift[lo, i] + (x - lo) * girdle_shift[lo + 1, i]
         c, s = np.cos(head), np.sin(head)
         return np.array([pos[0] + c * rel[0] - s * rel[1], pos[1] + s * rel[0] + c * rel[1],
                          legs[i].foot_rest[2]]), head
@@ -550,27 +769,59 @@ def plan_feet(profile: Profile, legs: list[LegRig], pelvis_rest: np.ndarray, pha
         stance, u_down = True, np.floor(u[0])
         src = dst = plant
         src_yaw = dst_yaw = plant_yaw
+        centre = None
         u_up = u_land = 0.0
         for k in range(n):
             t, f = profile.times[k], freq[k]
             if stance and u[k] - u_down >= duty[k] and not settled[k]:
                 stance = False
-                src, src_yaw, u_up = plant, plant_yaw, u[k]
+                # The swing began at phase u_down + duty, between two frames: a frame later the foot
+                # is already on its way (starting it at u[k] held it down one frame too long).
+                src, src_yaw, u_up = plant, plant_yaw, min(u_down + duty[k], u[k])
                 u_land = np.floor(u[k]) + 1.0
                 t_land = t + (u_land - u[k]) / f
                 dst, dst_yaw = placement(i, t_land + 0.5 * duty[k] / f)
+                centre = profile.turn_centre(0.5 * (t + t_land))
             if not stance and u[k] >= u_land:
                 stance, plant, plant_yaw, u_down = True, dst, dst_yaw, u_land
             if stance:
                 targets[k, i], yaw[k, i], contacts[k, i] = plant, plant_yaw, True
             else:
                 s = float(np.clip((u[k] - u_up) / max(u_land - u_up, 1e-9), 0.0, 1.0))
-                h = smoothstep(s)
-                targets[k, i] = src + (dst - src) * h
-                targets[k, i, 2] = legs[i].foot_rest[2] + lift[k] * np.sin(np.pi * s)
+                h = swing_profile(s)
+                targets[k, i] = swing_point(src, dst, centre, h)
+                targets[k, i, 2] = legs[i].foot_rest[2] + lift[k] * swing_height(s)
                 yaw[k, i] = src_yaw + (dst_yaw - src_yaw) * h
                 fold[k, i] = 0.4 * np.sin(np.pi * s)
     return FootPlan(targets, yaw, contacts, fold)
+
+
+def spine_turn_bend(turn: np.ndarray) -> np.ndarray:
+    """Total yaw bend (rad) of the spine into a turn of `turn` rad/s."""
+    return np.clip(0.25 * turn, -0.5, 0.5)
+
+
+def girdle_shifts(creature: Creature, legs: list[LegRig], bend: np.ndarray) -> np.ndarray | None:
+    """(N,L,2) how far (body frame) each leg's girdle joint moves when the spine yaws by bend (N,)
+    in total: the feet of a bent body are planted under its bent girdles, not the rest ones."""
+    if not creature.spine or not np.any(bend):
+        return None
+    grid = np.linspace(-0.5, 0.5, 21)
+    poser = Poser(creature, len(grid))
+    pelvis = creature.rig.heads[creature.pelvis]
+    spine = _chain_bends(len(grid), len(creature.spine))
+    spine[:, :, 2] = (grid / len(creature.spine))[:, None]
+    poser.apply_body(BodyPose(np.repeat(pelvis[None], len(grid), axis=0), quat_identity((len(grid),)),
+                              spine=spine))
+    poser.inherit()
+    girdles = [leg.chain[0] for leg in legs]
+    at = poser.relative_positions()[:, girdles, :2]
+    moved = at - at[len(grid) // 2][None]  # relative to the straight spine (grid[10] = 0)
+    out = np.zeros((len(bend), len(legs), 2))
+    for i in range(len(legs)):
+        for axis in range(2):
+            out[:, i, axis] = np.interp(bend, grid, moved[:, i, axis])
+    return out
 
 
 # ----------------------------------------------------------------------------- body secondary motion
@@ -586,6 +837,31 @@ def _tail_lift(creature: Creature) -> float:
     base, tip = rig.heads[creature.tail[0]], rig.tails[creature.tail[-1]]
     back = tip - base
     return float(np.arctan2(-back[2], max(back[1], 1e-9))) if back[1] > 0 else 0.0
+
+
+def _tail_clearance(creature: Creature, motion: Motion) -> np.ndarray | None:
+    """(T,) extra lift (rad, about the tail base) keeping every tail joint above the ground, or None."""
+    if not creature.tail:
+        return None
+    rig = creature.rig
+    inside = np.zeros(rig.joint_count, dtype=bool)
+    inside[creature.tail[0]] = True
+    for j in rig.topological_order:
+        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
+            inside[j] = True
+    joints = np.flatnonzero(inside)
+    joints = joints[joints != creature.tail[0]]
+    if joints.size == 0:
+        return None
+    pos = forward_kinematics(rig, motion)[..., :3, 3]
+    margin = np.minimum(0.02 * max(creature.leg_length, 1e-3), np.maximum(rig.heads[joints, 2], 0.0))
+    deficit = margin[None] - pos[:, joints, 2]
+    if not np.any(deficit > 1e-9 * rig.body_size):
+        return None
+    base = pos[:, creature.tail[0]]
+    reach = np.maximum(np.linalg.norm(pos[:, joints] - base[:, None], axis=-1), 1e-9)
+    angle = np.arcsin(np.clip(np.maximum(deficit, 0.0) / reach, 0.0, 1.0))
+    return 1.2 * angle.max(axis=1)
 
 
 def _arm_limbs(creature: Creature) -> list[Limb]:
@@ -675,23 +951,48 @@ def _wrap(x: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- legged locomotion
+def _largest(ok: Callable[[float], bool], hi: float, iterations: int = 24) -> float:
+    """Largest x in [0, hi] with ok(x), for ok true at 0 and monotone (bisection)."""
+    if ok(hi):
+        return hi
+    lo = 0.0
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
 def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.random.Generator,
-               direction: str, turn_rate: float, stride_mult: float = 1.0) -> GeneratedClip:
-    """Any number of legs: gait phases, planted feet, swing arcs, body bob, IK legs."""
+               direction: str, turn_rate: float | None, stride_mult: float = 1.0) -> GeneratedClip:
+    """Any number of legs: gait phases, planted feet, swing arcs, body bob, IK legs.
+
+    turn_rate: heading rate (rad/s) honoured as given; None takes the direction's default ("left" /
+    "right": a turn of radius ~2 leg lengths, "circle": a full circle over the clip), bounded by
+    what the legs can reach.
+    """
     legs = leg_rigs(creature)
     if not legs:
         raise ControllerError(f"This {creature.family} has no legs to walk on.")
     leg_len = max(creature.leg_length, 1e-3)
     family = creature.family
     frames = int(round(sum(s["duration"] for s in segments) * fps))
-    sweep = max_sweep(creature, legs)
+    duration = frames / fps
+    reach = leg_reach(creature, legs)
     pelvis_rest = creature.rig.heads[creature.pelvis].copy()
-    feet_rest = np.array([leg.foot_rest for leg in legs])
-    # Turning in place pivots about the centre of the feet, not the pelvis (a cow's hips sit far
-    # behind its fore feet): no foot then swings round a long lever arm.
-    in_place = all(s["gait"] in ("stop", "stand") or s["speed"] == 0.0 for s in segments)
-    pivot = feet_rest.mean(axis=0) if in_place else pelvis_rest
-    lever = float(np.max(np.hypot(*(feet_rest - pivot)[:, :2].T)))
+    # The body turns about the centre of its feet (not the pelvis: a cow's hips sit far behind its
+    # fore feet), so no foot swings round a long lever arm; its stance centres are the feet's.
+    pivot = reach.neutral.mean(axis=0)
+    arms = (reach.neutral - pivot)[:, :2]
+    sign = -1.0 if direction == "backward" else 1.0
+    f_cap = fps / MIN_CYCLE_FRAMES
+    f_hard = fps / HARD_CYCLE_FRAMES
+
+    def needed(v: float, w: float, gait: Gait) -> float:
+        """Least stride frequency at which every foot's stance fits its reach (see LegReach)."""
+        velocity = np.stack([-w * arms[:, 1], w * arms[:, 0]], axis=1)
+        velocity[:, 1] -= sign * v  # forward is −Y
+        return leg_reach(creature, legs, gait.crouch).frequency(velocity, gait.duty)
+
     gaits, speeds, freqs, turns = [], [], [], []
     variation = rng.uniform(0.92, 1.08)
     for k, seg in enumerate(segments):
@@ -700,24 +1001,54 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
             raise ControllerError("A clip cannot start with a stop segment.")
         gait = gaits[-1] if stop else _gait_for(family, seg["gait"])
         if stop:
-            v = 0.0
-        elif seg["speed"] is not None:
-            v = float(seg["speed"])
-        else:
-            v = 0.0 if seg["gait"] == "turn" else variation * np.sqrt(gait.froude * GRAVITY * leg_len)
+            seg["speed"] = 0.0
+            gaits.append(gait)
+            speeds.append(0.0)
+            freqs.append(freqs[-1])
+            turns.append(0.0)
+            continue
+        default_speed = seg["speed"] is None
+        if default_speed:
+            v = variation * np.sqrt(gait.froude * GRAVITY * leg_len)
             # Default speeds stay what the legs can sweep at a cycle rate the frame rate can show.
-            v = min(v, variation * sweep * fps / (MIN_CYCLE_FRAMES * gait.duty))
+            v = min(v, variation * f_cap / max(needed(1.0, 0.0, gait), 1e-12))
+        else:
+            v = float(seg["speed"])
+
+        def base(v: float, gait: Gait = gait) -> float:
+            # Alexander's stride, or shorter where the legs cannot reach that far (tiny legs give
+            # frequencies above what the frame rate can show: capped there).
+            return max(min(stride_frequency(gait, v, leg_len), f_cap), needed(v, 0.0, gait))
+
+        if turn_rate is not None:
+            w = float(turn_rate)
+        else:
+            w = _default_turn(direction, 0.0, duration, v, leg_len)
+        if w and turn_rate is None:
+            # A turn may shorten the stride a little (the outer and far feet sweep further than on a
+            # straight path); beyond that a default turn is taken more slowly: on the same radius
+            # (left/right; the feet's speeds scale with it) or, for a circle, at the same turn rate.
+            # With an explicit speed a left/right turn is made wider instead. Explicit turn rates
+            # are kept.
+            allowed = min(f_cap, TURN_STRIDE * base(v))
+            if default_speed and direction != "circle" and needed(v, w, gait) > allowed:
+                scale = allowed / needed(v, w, gait)
+                v, w = v * scale, w * scale
+            if direction == "circle" and default_speed:
+                # ... but at no less than half speed where quicker strides (up to the frame-rate
+                # limit) allow it: a circle is walked, not turned on the spot.
+                allowed = max(allowed, min(f_cap, needed(0.5 * v, w, gait)))
+                v = _largest(lambda x, w=w, g=gait, allowed=allowed: needed(x, w, g) <= allowed, v)
+            if needed(v, w, gait) > allowed:
+                side = np.sign(w)
+                w = side * _largest(lambda x, v=v, side=side, g=gait, allowed=allowed:
+                                    needed(v, side * x, g) <= allowed, abs(w))
         seg["speed"] = v
+        f = min(max(base(v), needed(v, w, gait)) * stride_mult, max(f_hard, base(v)))
         gaits.append(gait)
         speeds.append(v)
-        # Stance sweep v·duty/f must fit what the legs can reach without a deep crouch; turning in
-        # place, so must the arc |ω|·lever·duty/f the farthest foot sweeps about the pivot.
-        # Tiny legs give Alexander frequencies above what the frame rate can show: cap them there.
-        natural = min(stride_frequency(gait, v if not stop else 0.0, leg_len), fps / MIN_CYCLE_FRAMES)
-        swept = abs(turn_rate) * lever if in_place and not stop else v
-        f = max(natural, swept * gait.duty / sweep) * stride_mult
-        freqs.append(freqs[-1] if stop else f)
-        turns.append(0.0 if stop else turn_rate)
+        freqs.append(f)
+        turns.append(w)
     f_min = min(freqs)
     pad = int(np.ceil(1.6 / f_min * fps))
     post = int(np.ceil(1.2 / f_min * fps))
@@ -726,9 +1057,8 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     durations = [s["duration"] for s in segments]
     ramp = min(0.5, 0.6 * min(durations))
     weights = segment_weights(times, durations, ramp)
-    sign = -1.0 if direction == "backward" else 1.0
     profile = build_path(times, pad, frames, fps, np.array(speeds), weights, np.array(turns), sign,
-                         pelvis_rest, pivot if in_place else None)
+                         pelvis_rest, pivot)
 
     # Blend gait parameters across segments; phase offsets blend along the shortest way round.
     stop_mask = np.array([s["gait"] in ("stop", "stand") for s in segments], dtype=float)
@@ -743,14 +1073,15 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
         offsets = offsets + rises[:, k:k + 1] * _wrap(offs[k] - offs[k - 1])[None]
     phase = rng.uniform(0.0, 1.0) + np.concatenate([[0.0], np.cumsum(0.5 * (freq[1:] + freq[:-1]) / fps)])
     moving = (np.abs(profile.speed) > 1e-9) | (np.abs(profile.turn) > 1e-9)
-    plan = plan_feet(profile, legs, pelvis_rest, phase, offsets, duty, lift, freq, moving)
+    plan = plan_feet(profile, legs, reach.neutral, pelvis_rest, phase, offsets, duty, lift, freq, moving,
+                     girdle_shifts(creature, legs, spine_turn_bend(profile.turn)))
 
     # Body: bob, pitch and sway per gait (none while stopped), heading from the path.
     live = weights * (1.0 - stop_mask)[None]
     cycle = 2 * np.pi * phase
     bob = sum(live[:, k] * g.bob * leg_len * amp * np.cos(g.bobs_per_cycle * cycle)
               for k, g in enumerate(gaits))
-    pitch = sum(live[:, k] * g.pitch * amp * np.sin(cycle) for k, g in enumerate(gaits))
+    pitch = -sum(live[:, k] * g.pitch * amp * np.sin(cycle) for k, g in enumerate(gaits))
     sway = sum(live[:, k] * g.sway * leg_len * amp * np.sin(cycle) for k, g in enumerate(gaits))
     heading = profile.heading
     lateral = np.stack([np.cos(heading), np.sin(heading), np.zeros(n)], axis=-1)
@@ -765,13 +1096,16 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     turn_clip = clip(profile.turn)
     if creature.spine:
         bends = _chain_bends(frames, len(creature.spine))
-        bends[:, :, 2] = (np.clip(0.25 * turn_clip, -0.5, 0.5) / len(creature.spine))[:, None]
+        bends[:, :, 2] = (spine_turn_bend(turn_clip) / len(creature.spine))[:, None]
         bends[:, :, 0] = -clip(pitch)[:, None] / len(creature.spine)
         pose.spine = bends
     neck = creature.neck + ([creature.head] if creature.head >= 0 else [])
     if neck:
         bends = _chain_bends(frames, len(neck))
-        bends[:, :, 0] = (0.04 * amp * activity * np.sin(2 * clip(cycle)))[:, None] / len(neck)
+        # Nods with the bob: twice a cycle, or once (head down as the fore feet land: with the pitch).
+        nod = sum(live[:, k] * g.nod * (np.sin(2 * cycle) if g.bobs_per_cycle == 2 else -np.sin(cycle))
+                  for k, g in enumerate(gaits))
+        bends[:, :, 0] = (amp * clip(nod))[:, None] / len(neck)
         bends[:, :, 2] = (np.clip(0.2 * turn_clip, -0.4, 0.4) / len(neck))[:, None]
         pose.neck = bends
     if creature.tail:
@@ -795,8 +1129,16 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
             pose_wings(poser, np.full(frames, -0.1), np.full(frames, 0.0))
 
     contacts = clip(plan.contacts)
+    # Swing feet count too for the body drop (a foot that cannot reach forward lowers the body).
     motion, info = solve_clip(creature, pose, clip(plan.targets), clip(plan.yaw), clip(plan.fold),
-                              np.ones_like(contacts), fps, extra)
+                              np.ones_like(contacts), fps, extra, planted=contacts)
+    for _ in range(3):  # a long tail must not drag: lift it where the body pitches or drops
+        lift_tail = _tail_clearance(creature, motion)
+        if lift_tail is None:
+            break
+        pose.tail[:, 0, 0] += smooth_upper(lift_tail, max(1, int(round(0.08 * fps))))
+        motion, info = solve_clip(creature, pose, clip(plan.targets), clip(plan.yaw), clip(plan.fold),
+                                  np.ones_like(contacts), fps, extra, planted=contacts)
     info.update(heading=clip(heading).copy(), phase=clip(phase).copy(), times=frames_t,
                 speed_profile=clip(profile.speed).copy(), foot_targets=clip(plan.targets).copy(),
                 gaits=[g.name for g in gaits], stride_frequency=[float(f) for f in freqs])
@@ -1297,16 +1639,14 @@ def generate(creature: Creature, action: str, seed: int, frames: int | None = No
             clip = locomotion(creature, segs, fps, rng, "forward", rate)
             clip.action = "turn"
             return clip
-        hint = speed if speed is not None else np.sqrt(_gait_for(family, names[0]).froude * GRAVITY * leg)
-        rate = _default_turn(direction, turn_rate, duration, hint, leg)
-        move = "backward" if direction == "backward" else "forward"
         clip = None
         for attempt in range(4):
             trial = [dict(s) for s in segs]
-            clip = locomotion(creature, trial, fps, np.random.default_rng(seed), move, rate,
+            clip = locomotion(creature, trial, fps, np.random.default_rng(seed), direction, turn_rate or None,
                               stride_mult=1.25**attempt)
             if clip.metadata["body_drop_max"] <= 0.12 * leg and clip.metadata["unreached_planted"] == 0:
                 break
+        clip.metadata["attempts"] = attempt + 1
         clip.direction = direction
         return clip
     if action == "jump":

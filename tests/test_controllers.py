@@ -188,8 +188,9 @@ def test_clip_is_contact_consistent(name: str, action: str) -> None:
     _check_contact_consistent(creature(name), action)
 
 
-def _check_contact_consistent(c: Creature, action: str) -> None:
-    clip = ctl.generate(c, action, seed=3, frames=60)
+def _check_contact_consistent(c: Creature, action: str, seed: int = 3, direction: str = "forward",
+                              frames: int = 60) -> ctl.GeneratedClip:
+    clip = ctl.generate(c, action, seed=seed, frames=frames, direction=direction)
     motion = clip.motion
     assert clip.action == action
     assert np.all(np.isfinite(motion.rotations)) and np.all(np.isfinite(motion.root_positions))
@@ -211,6 +212,7 @@ def _check_contact_consistent(c: Creature, action: str) -> None:
     assert clip.contacts.any(axis=0).all() or wave_arm or action == "jump"
     if action in LOCOMOTION or c.family in ("quadruped", "biped", "hexapod", "spider", "bird"):
         assert pos[..., 2].min() >= -1e-6 * size, "a joint goes below the ground"
+    return clip
 
 
 @pytest.mark.parametrize("family,seed", [("quadruped", 5), ("dragon", 1)])
@@ -223,6 +225,45 @@ def test_turn_in_place_regressions(family: str, seed: int) -> None:
     clip = ctl.generate(c, "turn", seed=3, frames=60)
     assert clip.metadata["body_drop_max"] <= 0.15 * c.leg_length
     assert clip.metadata["unreached_planted"] == 0
+
+
+# From a sweep over families × gaits × directions × seeds; 14 of these broke before turns were bounded
+# by the legs' reach: a rat-sized quadruped circling (the spine's turn bend swung its fore girdle out
+# of reach, the body sank through the ground), cows and dragons circling (body sunk, feet sliding),
+# dragons bounding or galloping round a turn or backwards (tail in the ground), a rat's paw tipped
+# into the ground at the end of a long stance, a spider walking backwards. The rest cover other
+# families and gaits.
+TURN_CASES = [
+    ("quadruped", 0, "walk", "circle"), ("quadruped", 0, "gallop", "circle"),
+    ("quadruped", 0, "pronk", "left"), ("quadruped", 0, "canter", "right"),
+    ("quadruped", 0, "trot", "backward"), ("quadruped", 5, "trot", "circle"),
+    ("quadruped", 5, "walk", "circle"), ("quadruped", 2, "rotary_gallop", "left"),
+    ("dragon", 1, "bound", "circle"), ("dragon", 1, "bound", "left"), ("dragon", 1, "gallop", "right"),
+    ("dragon", 3, "walk", "circle"), ("dragon", 4, "canter", "circle"), ("dragon", 7, "bound", "backward"),
+    ("hexapod", 5, "walk", "left"), ("hexapod", 2, "wave", "circle"), ("spider", 7, "walk", "backward"),
+    ("spider", 3, "tripod", "circle"), ("biped", 2, "run", "circle"), ("biped", 0, "walk", "left"),
+    ("bird", 1, "hop", "circle"), ("bird", 6, "run", "right"),
+]
+
+
+@pytest.mark.parametrize("family,seed,action,direction", TURN_CASES)
+def test_turning_locomotion_is_contact_consistent(family: str, seed: int, action: str,
+                                                  direction: str) -> None:
+    """Turned, circling and backward locomotion keeps every invariant, with a shallow crouch and the
+    heading a circle asks for."""
+    fam = pytest.importorskip("kirin.kirin_addon.families")
+    c = fam.build_creature(family, seed)
+    clip = _check_contact_consistent(c, action, seed=seed, direction=direction)
+    assert clip.metadata["unreached_planted"] == 0
+    assert clip.metadata["body_drop_max"] <= 0.15 * c.leg_length
+    assert clip.metadata["attempts"] == 1, "planned within the legs' reach, not retried with quicker strides"
+    turned = clip.metadata["heading"][-1] - clip.metadata["heading"][0]
+    if direction == "circle":
+        assert turned == pytest.approx(2 * np.pi * 59 / 60, rel=0.02)  # frames − 1 steps of a full circle
+    elif direction in ("left", "right"):
+        assert (turned > 0.2) == (direction == "left") and (turned < -0.2) == (direction == "right")
+    # Not met by cycling the legs faster than the frame rate can show.
+    assert max(clip.metadata["stride_frequency"]) <= 30.0 / ctl.HARD_CYCLE_FRAMES + 1e-9
 
 
 @pytest.mark.parametrize("name", [n for n in ALL_MAKERS if n in ("quadruped", "biped", "hexapod", "spider")
