@@ -37,6 +37,9 @@ REACH_MIN_EXTRA = 0.04
 CROUCH = 0.08
 # At least this many frames per gait cycle by default: faster cycles alias at the clip's frame rate.
 MIN_CYCLE_FRAMES = 6.0
+# ... and at least this many frames per swing, so a swinging foot never crosses its stride in one frame (the
+# wave gait's 0.8 duty leaves a fifth of the cycle for the swing).
+MIN_SWING_FRAMES = 2.0
 # Never fewer than this many (explicit speeds and turn rates may need faster cycles than the above).
 HARD_CYCLE_FRAMES = 4.0
 # A default turn may shorten strides by up to this factor before it is made wider.
@@ -984,7 +987,6 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     pivot = reach.neutral.mean(axis=0)
     arms = (reach.neutral - pivot)[:, :2]
     sign = -1.0 if direction == "backward" else 1.0
-    f_cap = fps / MIN_CYCLE_FRAMES
     f_hard = fps / HARD_CYCLE_FRAMES
 
     def needed(v: float, w: float, gait: Gait) -> float:
@@ -1008,6 +1010,7 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
             turns.append(0.0)
             continue
         default_speed = seg["speed"] is None
+        f_cap = fps / max(MIN_CYCLE_FRAMES, MIN_SWING_FRAMES / max(1.0 - gait.duty, 1e-3))
         if default_speed:
             v = variation * np.sqrt(gait.froude * GRAVITY * leg_len)
             # Default speeds stay what the legs can sweep at a cycle rate the frame rate can show.
@@ -1015,7 +1018,7 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
         else:
             v = float(seg["speed"])
 
-        def base(v: float, gait: Gait = gait) -> float:
+        def base(v: float, gait: Gait = gait, f_cap: float = f_cap) -> float:
             # Alexander's stride, or shorter where the legs cannot reach that far (tiny legs give
             # frequencies above what the frame rate can show: capped there).
             return max(min(stride_frequency(gait, v, leg_len), f_cap), needed(v, 0.0, gait))
