@@ -132,6 +132,18 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
         optimizer.load_state_dict(state["optimizer"])
         step = int(state["step"])
         seconds_before = float(state.get("seconds", 0.0))
+        # The normalisation is part of the model: a resumed run keeps it whatever cache it reads.
+        if "mean" in state:
+            kept = state["mean"].cpu().numpy(), state["std"].cpu().numpy()
+        elif (out / "model.json").exists():
+            card = json.loads((out / "model.json").read_text())
+            kept = np.array(card["mean"], np.float32), np.array(card["std"], np.float32)
+        else:
+            kept = caches[0].mean, caches[0].std
+        for c in caches:
+            c.mean, c.std = kept
+        mean = torch.tensor(kept[0], device=device)
+        std = torch.tensor(kept[1], device=device)
         rng = np.random.default_rng([config.seed, rank, 99, step])
         for b in batchers:
             b.rng = np.random.default_rng([config.seed, rank, step])
@@ -161,6 +173,8 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
                 "optimizer": optimizer.state_dict(),
                 "step": step,
                 "seconds": elapsed,
+                "mean": mean.cpu(),
+                "std": std.cpu(),
             },
             str(checkpoint) + ".tmp",
         )
