@@ -131,7 +131,6 @@ class MotionModel:
         canon = canonical_rig(rig, frame)
         rf = rig_features(canon.rig, canon.feet, mesh, canon.frame.matrix())
         names = self.text_encoder.encode_sentences(rf.names)
-        parents = canon.rig.parents
         count = rig.joint_count
         inputs = {
             "geometry": torch.from_numpy(rf.geometry)[None],
@@ -141,7 +140,6 @@ class MotionModel:
             "edges": torch.from_numpy(np.minimum(rf.edges, EDGE_TYPES - 1))[None],
             "joint_mask": torch.ones(1, count, dtype=torch.bool),
         }
-        del parents
         return PreparedRig(rig, canon, inputs, canon.feet)
 
     # ------------------------------------------------------------------ conditions
@@ -219,8 +217,10 @@ class MotionModel:
         guidance = self.diffusion_config.guidance if guidance is None else float(guidance)
         steps = self.diffusion_config.sample_steps if steps is None else int(steps)
         inpaint = None
+        # The motion starts where the rig stands, facing its forward (or where the kept frames start).
+        start_yaw, start_ground = 0.0, prepared.canon.rig.heads[prepared.canon.rig.main_root, :2].copy()
         if keep is not None:
-            inpaint = self._inpaint(prepared, keep, keep_frames, total, variants)
+            inpaint, start_yaw, start_ground = self._inpaint(prepared, keep, keep_frames, total, variants)
         results = []
         started = time.perf_counter()
         generator = torch.Generator().manual_seed(int(seed))
@@ -259,7 +259,9 @@ class MotionModel:
         # then onto the user's rig through the canonical frame and the inverse-bind correction.
         in_canonical = CanonicalRig(canon.rig, identity_frame(), canon.feet)
         for v in range(variants):
-            motion = features_to_motion(in_canonical, canon.rig, features[v], self.fps)
+            motion = features_to_motion(
+                in_canonical, canon.rig, features[v], self.fps, start_yaw, start_ground
+            )
             contacts = features[v][:, prepared.feet, CONTACT] > 0.5
             report = {"seconds_model": seconds / variants}
             if clean and prepared.feet.size:
@@ -270,10 +272,12 @@ class MotionModel:
 
     def _inpaint(
         self, prepared: PreparedRig, keep: Motion, keep_frames: np.ndarray | None, total: int, variants: int
-    ) -> Inpaint:
+    ) -> tuple[Inpaint, float, np.ndarray]:
+        """Known features of the frames to keep, and where the kept motion starts (heading, ground)."""
         if keep.joint_count != prepared.rig.joint_count:
             raise GenerationError("The frames to keep are for a different rig.")
-        feats = motion_features(prepared.canon, prepared.rig, keep).features
+        clip = motion_features(prepared.canon, prepared.rig, keep)
+        feats = clip.features
         count = min(len(feats), total)
         frames = np.arange(count) if keep_frames is None else np.asarray(keep_frames, dtype=np.int64)
         if frames.size and (frames.min() < 0 or frames.max() >= count):
@@ -283,7 +287,7 @@ class MotionModel:
         normalised = (torch.from_numpy(feats[:count]) - self.mean) / self.std
         values[:, :count] = normalised
         mask[:, frames] = True
-        return Inpaint(values, mask)
+        return Inpaint(values, mask), clip.start_yaw, clip.start_ground
 
 
 def crossfade_loop(x0: torch.Tensor, extra: int) -> torch.Tensor:

@@ -113,18 +113,26 @@ def test_variants_differ_and_frames_odd_lengths(model_and_rig):
 def test_inpainted_frames_are_kept_exactly(model_and_rig):
     model, creature, prepared = model_and_rig
     from kirin.kirin_addon.controllers import generate
+    from kirin.models.representation import motion_features
 
     keep = generate(creature, "walk", 2, frames=24).motion
     frames = np.array([0, 1, 2, 3, 20, 21, 22, 23])
     out = model.generate(
         prepared, "a dog walking", frames=24, seed=3, steps=4, keep=keep, keep_frames=frames, clean=False
     )[0]
-    from kirin.models.representation import canonical_rig, motion_features
-
     wanted = motion_features(prepared.canon, creature.rig, keep).features
     assert np.abs(out.features[frames] - wanted[frames]).max() < 1e-5
     assert np.abs(out.features[8:16] - wanted[8:16]).max() > 1e-3  # the rest is generated
-    del canonical_rig
+    # On the rig: the kept start is where the kept motion starts, and every kept frame has the kept
+    # pose (joint rotations below the root; the root's path between keys is generated).
+    size = creature.rig.body_size
+    start = joint_positions(creature.rig, out.motion)[:4] - joint_positions(creature.rig, keep)[:4]
+    assert np.abs(start).max() < 1e-4 * size
+    below_root = creature.rig.parents >= 0
+    dots = np.abs(
+        np.sum(out.motion.rotations[frames][:, below_root] * keep.rotations[frames][:, below_root], -1)
+    )
+    assert dots.min() > 1 - 1e-6
 
 
 def test_loop_ends_where_it_starts(model_and_rig):
