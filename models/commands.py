@@ -1,4 +1,5 @@
-"""The `kirin` subcommands that need torch (`data cache`, `train`, `export`), imported only when run."""
+"""The `kirin` subcommands that need torch (`data cache`, `train`, `export`, `eval-train`, `eval`), imported
+only when run."""
 
 from __future__ import annotations
 
@@ -83,6 +84,58 @@ def export(args: argparse.Namespace) -> int:
     return 0
 
 
+def eval_train(args: argparse.Namespace) -> int:
+    from .evaluator import EvaluatorTrainConfig, train_evaluator
+
+    config = EvaluatorTrainConfig(data=list(args.data), out=args.out, export=args.export or "")
+    for name in ("steps", "max_seconds", "threads", "batch"):
+        value = getattr(args, name, None)
+        if value is not None:
+            setattr(config, name, value)
+    for item in args.set or []:
+        if "=" not in item:
+            raise ValueError(f"--set wants key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        target, last = config, key
+        if key.startswith("model."):
+            target, last = config.model, key.split(".", 1)[1]
+        known = {f.name for f in fields(target)}
+        if last not in known:
+            raise ValueError(f"Unknown evaluator config key {key!r}; known: {', '.join(sorted(known))}")
+        parsed = _parse_value(value)
+        setattr(target, last, tuple(parsed) if isinstance(parsed, list) else parsed)
+    print(json.dumps(train_evaluator(config, progress=not args.quiet), indent=2))
+    return 0
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    from .evaluate import REFERENCE_ROWS, ROWS, EvalConfig, format_table, write_report
+    from .evaluate import evaluate as run
+
+    config = EvalConfig(
+        model=args.model or "",
+        cache=args.cache,
+        split=args.split,
+        samples=args.samples,
+        steps=args.steps,
+        guidance=args.guidance,
+        mm_prompts=args.mm_prompts,
+        mm_repeats=args.mm_repeats,
+        rows=tuple(args.rows) if args.rows else ROWS if args.model else REFERENCE_ROWS,
+        clean=not args.no_clean,
+        backend=args.backend,
+        seed=args.seed,
+        threads=args.threads,
+    )
+    if args.evaluator:
+        config.evaluator = args.evaluator
+    report = run(config, progress=not args.quiet)
+    if args.json:
+        write_report(report, args.json)
+    print(format_table(report))
+    return 0
+
+
 def add_parsers(sub, data_sub) -> None:
     """Register the torch-side subcommands on the `kirin` parser (arguments only; nothing imported)."""
     c = data_sub.add_parser("cache", help="features of clip folders for training (needs torch)")
@@ -108,3 +161,32 @@ def add_parsers(sub, data_sub) -> None:
     e.add_argument("--model", required=True, help="folder with denoiser.safetensors and model.json")
     e.add_argument("--out")
     e.set_defaults(func=export)
+    v = sub.add_parser("eval-train", help="train the text-motion evaluator (resumes) on feature caches")
+    v.add_argument("--data", nargs="+", required=True, help="feature caches (train split)")
+    v.add_argument("--out", default="runs/evaluator", help="checkpoint, log, weights and card")
+    v.add_argument("--export", help="also write the final weights + card here, e.g. models/weights/evaluator")
+    v.add_argument("--steps", type=int)
+    v.add_argument("--batch", type=int)
+    v.add_argument("--max-seconds", type=float, dest="max_seconds")
+    v.add_argument("--threads", type=int)
+    v.add_argument("--set", action="append", help="override a config key: --set lr=5e-4 or model.width=96")
+    v.add_argument("--quiet", action="store_true")
+    v.set_defaults(func=eval_train)
+    r = sub.add_parser("eval", help="Kirin's evaluation table (R-Precision, FID, ...) of a motion model")
+    r.add_argument("--model", help="motion model folder; without it only ground truth and retrieval rows")
+    r.add_argument("--cache", required=True, help="feature cache whose clips are evaluated")
+    r.add_argument("--evaluator", help="text-motion evaluator folder (default: the shipped one)")
+    r.add_argument("--split", default="test", choices=["test", "zero_shot", "authored", "train"])
+    r.add_argument("--samples", type=int, default=0, help="clips evaluated (a fixed random subset; 0: all)")
+    r.add_argument("--steps", type=int, help="DDIM steps (model default)")
+    r.add_argument("--guidance", type=float, help="classifier-free guidance scale (model default)")
+    r.add_argument("--mm-prompts", type=int, default=8, dest="mm_prompts", help="prompts for Multimodality")
+    r.add_argument("--mm-repeats", type=int, default=4, dest="mm_repeats", help="generations per such prompt")
+    r.add_argument("--rows", nargs="+", help="rows to compute (default: all)")
+    r.add_argument("--no-clean", action="store_true", dest="no_clean", help="skip the foot-lock clean-up")
+    r.add_argument("--backend", default="torch", choices=["torch", "onnx"])
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--threads", type=int, default=1)
+    r.add_argument("--json", help="write the report here")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=evaluate)

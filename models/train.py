@@ -211,7 +211,7 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
         with torch.no_grad():
             for pe, pm in zip(ema.parameters(), model.parameters(), strict=True):
                 pe.lerp_(pm, 1 - decay)
-        window_losses.append({k: float(v) for k, v in losses.items()})
+        window_losses.append({k: float(v.detach()) for k, v in losses.items()})
         if step % config.log_every == 0 and rank == 0:
             elapsed = time.perf_counter() - started
             last = {k: float(np.mean([w[k] for w in window_losses])) for k in window_losses[0]}
