@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -301,37 +300,6 @@ def _held_still(motion):
     )
 
 
-class _Conditions:
-    """Wraps the denoiser runner to set the conditions `MotionModel.generate` cannot express: the
-    cache's image feature (the one the model was trained with, no image file needed) and image-only
-    sampling (text switched off in both CFG branches). `text_on` carries the CFG branch flag (1
-    conditional, 0 unconditional), so the image follows it."""
-
-    def __init__(self, runner, image: np.ndarray | None, use_text: bool):
-        self.runner = runner
-        self.image = None if image is None else torch.as_tensor(np.asarray(image, np.float32))[None]
-        self.use_text = use_text
-
-    def __call__(self, **inputs):
-        on = inputs["text_on"]
-        if self.image is not None:
-            inputs["image"] = self.image.expand(on.shape[0], -1)
-            inputs["image_on"] = on
-        if not self.use_text:
-            inputs["text_on"] = torch.zeros_like(on)
-        return self.runner(**inputs)
-
-
-@contextmanager
-def _conditioned(model, image: np.ndarray | None, use_text: bool):
-    runner = model.runner
-    model.runner = _Conditions(runner, image, use_text)
-    try:
-        yield model
-    finally:
-        model.runner = runner
-
-
 def evaluate(config: EvalConfig, progress: bool = True) -> dict:
     """Kirin's table for one split: {"rows": {row: {metric: value}}, ...} (NaN written as null)."""
     from .dataset import FeatureCache
@@ -408,17 +376,17 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
                 if row != "text" and image is None:
                     continue  # no reference image for this clip: the image rows leave it out
                 tick = time.perf_counter()
-                with _conditioned(model, image if row != "text" else None, use_text=row != "image"):
-                    out = model.generate(
-                        prepared,
-                        cache.captions[captions[n]],
-                        frames=clip.motion.frame_count,
-                        seed=config.seed + 1000 * n,
-                        variants=variants,
-                        guidance=config.guidance,
-                        steps=config.steps,
-                        clean=config.clean,
-                    )
+                out = model.generate(
+                    prepared,
+                    cache.captions[captions[n]] if row != "image" else None,
+                    frames=clip.motion.frame_count,
+                    seed=config.seed + 1000 * n,
+                    variants=variants,
+                    guidance=config.guidance,
+                    steps=config.steps,
+                    clean=config.clean,
+                    image_feature=image if row != "text" else None,
+                )
                 group = []
                 for v, sample in enumerate(out):
                     features, physical = _measure(clip, sample.motion, sample.features)

@@ -144,34 +144,55 @@ class MotionModel:
 
     # ------------------------------------------------------------------ conditions
     def _conditions(
-        self, prompt: str, image: str | np.ndarray | None, image_encoder: str | None
+        self,
+        prompt: str | None,
+        image: str | np.ndarray | None,
+        image_encoder: str | None,
+        image_feature: np.ndarray | None = None,
     ) -> dict[str, torch.Tensor]:
-        if not prompt or not prompt.strip():
+        """Text tokens (prompt None: no text, only the image conditions) and the image feature (from
+        a file or array through the image encoder, or given precomputed)."""
+        if prompt is not None and not prompt.strip():
             raise GenerationError("The prompt is empty: describe the motion, e.g. 'a wolf trotting forward'.")
-        tokens, mask = self.text_encoder.encode_tokens([prompt], max_tokens=MAX_TOKENS)
+        if prompt is None and image is None and image_feature is None:
+            raise GenerationError("Give a prompt, a reference image or both.")
+        tokens, mask = self.text_encoder.encode_tokens([prompt or ""], max_tokens=MAX_TOKENS)
         out = {
             "text": torch.from_numpy(tokens.astype(np.float32)),
             "text_mask": torch.from_numpy(mask),
+            "text_use": torch.ones(1) if prompt is not None else torch.zeros(1),
             "image": torch.zeros(1, self.config.image_dim),
             "image_on": torch.zeros(1),
         }
         if image is not None:
             if isinstance(image, (str, Path)) and not Path(image).is_file():
                 raise GenerationError(f"The reference image {image} does not exist.")
-            feature = self.image_encoder(image_encoder).encode([image])
-            out["image"] = torch.from_numpy(feature.astype(np.float32))
+            try:
+                image_feature = self.image_encoder(image_encoder).encode([image])[0]
+            except ValueError as exc:
+                raise GenerationError(f"Cannot use the reference image: {exc}") from exc
+        if image_feature is not None:
+            feature = np.asarray(image_feature, np.float32).reshape(1, -1)
+            if feature.shape[1] != self.config.image_dim:
+                raise GenerationError(
+                    f"The image feature has {feature.shape[1]} values; "
+                    f"this model takes {self.config.image_dim}."
+                )
+            out["image"] = torch.from_numpy(feature)
             out["image_on"] = torch.ones(1)
         return out
 
     # ------------------------------------------------------------------ sampling
     def _predict(self, inputs: dict[str, torch.Tensor]):
         fpt = self.config.frames_per_token
-        image_on = inputs["image_on"]
+        image_on, text_use = inputs["image_on"], inputs["text_use"]
 
         def predict(x: torch.Tensor, t: torch.Tensor, cond_on: torch.Tensor) -> torch.Tensor:
             batch = x.shape[0]
-            expanded = {k: v.expand(batch, *v.shape[1:]) for k, v in inputs.items() if k != "image_on"}
-            expanded["text_on"] = cond_on
+            fixed = {k: v for k, v in inputs.items() if k not in ("image_on", "text_use")}
+            expanded = {k: v.expand(batch, *v.shape[1:]) for k, v in fixed.items()}
+            # cond_on: 1 in the conditional branch of guidance, 0 in the unconditional one.
+            expanded["text_on"] = cond_on * text_use.expand(batch)
             expanded["image_on"] = cond_on * image_on.expand(batch)
             with torch.inference_mode():
                 out = self.runner(x=patchify(x, fpt), t=t, **expanded)
@@ -182,7 +203,7 @@ class MotionModel:
     def generate(
         self,
         prepared: PreparedRig,
-        prompt: str,
+        prompt: str | None,
         image: str | np.ndarray | None = None,
         frames: int = 120,
         seed: int = 0,
@@ -196,10 +217,12 @@ class MotionModel:
         image_encoder: str | None = None,
         progress=None,
         sampler: str = "ddim",
+        image_feature: np.ndarray | None = None,
     ) -> list[Generated]:
-        """`variants` motions of `frames` frames. `keep` (a motion on the rig, same length) with
-        `keep_frames` (indices) pins those frames (in-betweening). `loop` makes the last frame flow
-        into the first."""
+        """`variants` motions of `frames` frames for a prompt (None: image only) and/or a reference
+        image (a path or pixels; or `image_feature`, the image encoder's output, precomputed).
+        `keep` (a motion on the rig, same length) with `keep_frames` (indices) pins those frames
+        (in-betweening). `loop` makes the last frame flow into the first."""
         if not 1 <= frames <= 2000:
             raise GenerationError(f"Frames must be between 1 and 2000, got {frames}.")
         if not 1 <= variants <= 16:
@@ -210,7 +233,7 @@ class MotionModel:
         if loop:
             extra = max(fpt, (length // 6) // fpt * fpt)
         total = length + extra
-        conditions = self._conditions(prompt, image, image_encoder)
+        conditions = self._conditions(prompt, image, image_encoder, image_feature)
         inputs = {**prepared.inputs, **conditions}
         predict = self._predict(inputs)
         joints = prepared.rig.joint_count

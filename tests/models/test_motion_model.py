@@ -182,3 +182,17 @@ def test_clean_up_locks_the_predicted_contacts(model_and_rig):
     rest = creature.rig.heads[child] - creature.rig.heads[creature.rig.parents[child]]
     now = pos[:, child] - pos[:, creature.rig.parents[child]]
     assert np.abs(np.linalg.norm(now, axis=-1) - np.linalg.norm(rest, axis=-1)).max() < 1e-9
+
+
+def test_image_only_and_precomputed_image_features(model_and_rig):
+    model, _, prepared = model_and_rig
+    feature = np.random.default_rng(0).normal(size=1280).astype(np.float32)
+    a = model.generate(prepared, None, frames=16, seed=1, steps=2, image_feature=feature, clean=False)[0]
+    b = model.generate(
+        prepared, "a dog walking", frames=16, seed=1, steps=2, image_feature=feature, clean=False
+    )[0]
+    assert np.abs(a.features - b.features).max() > 1e-5  # the text matters when it is given
+    with pytest.raises(GenerationError, match="prompt, a reference image"):
+        model.generate(prepared, None, frames=16)
+    with pytest.raises(GenerationError, match="1280"):
+        model.generate(prepared, "a dog", frames=16, image_feature=np.zeros(7))
