@@ -41,7 +41,8 @@ class DiffusionConfig:
     steps: int = 1000  # training noise levels
     schedule: str = "cosine"
     sample_steps: int = 10  # default DDIM steps
-    guidance: float = 2.0  # default classifier-free guidance scale
+    guidance: float = 2.0  # default classifier-free guidance scale (text, or text + image)
+    guidance_image: float = 2.0  # default scale when only a reference image conditions the motion
 
 
 @dataclass

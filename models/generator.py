@@ -237,7 +237,10 @@ class MotionModel:
         inputs = {**prepared.inputs, **conditions}
         predict = self._predict(inputs)
         joints = prepared.rig.joint_count
-        guidance = self.diffusion_config.guidance if guidance is None else float(guidance)
+        if guidance is None:  # defaults tuned per condition (models/weights/motion/MODEL_CARD.md)
+            text_given = bool(conditions["text_use"][0])
+            guidance = self.diffusion_config.guidance if text_given else self.diffusion_config.guidance_image
+        guidance = float(guidance)
         steps = self.diffusion_config.sample_steps if steps is None else int(steps)
         inpaint = None
         # The motion starts where the rig stands, facing its forward (or where the kept frames start).
