@@ -355,11 +355,11 @@ def measure_authored(folder: str | Path, families: Iterable[str] = ("quadruped",
     Clips are assumed to loop (game cycles); rigs with fewer than four feet found are left out.
     """
     from .canonical import detect_canonical_frame
-    from .clip import load_clip
+    from .clip import find_clips, load_clip
 
     out = []
     wanted = set(families)
-    for path in sorted(Path(folder).glob("*.npz")):
+    for path in find_clips(folder):
         clip = load_clip(path)
         meta = clip.metadata
         gait = gait_of(str(meta.get("name", path.stem)))

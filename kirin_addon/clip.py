@@ -105,3 +105,14 @@ def load_clip(path: str | os.PathLike) -> Clip:
     except json.JSONDecodeError as exc:
         raise ClipError(f"The clip's metadata is not valid JSON: {exc}") from exc
     return Clip(rig, motion, [str(c) for c in arrays["captions"]], metadata)
+
+
+def find_clips(folder: str | os.PathLike) -> list[Path]:
+    """The clip files of a library folder: those its index.json lists (`kirin data build`), else
+    every .npz below it except the skinned meshes kept beside the clips."""
+    folder = Path(folder)
+    index = folder / "index.json"
+    if index.exists():
+        return [folder / row["file"] for row in json.loads(index.read_text())]
+    return sorted(p for p in folder.rglob("*.npz") if p.parent.name != "meshes")
+

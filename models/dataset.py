@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..kirin_addon.canonical import CanonicalFrame
-from ..kirin_addon.clip import load_clip
+from ..kirin_addon.clip import find_clips, load_clip
 from ..kirin_addon.rig import Rig
 from ..kirin_addon.skinning import load_mesh
 from .representation import CHANNELS, CONTACT, YAW, canonical_rig, motion_features
@@ -48,13 +48,6 @@ def rig_key(rig: Rig) -> str:
     digest.update(rig.parents.astype(np.int64).tobytes())
     digest.update(np.round(rig.rest, 6).tobytes())
     return digest.hexdigest()
-
-
-def _clip_files(source: Path) -> list[Path]:
-    index = source / "index.json"
-    if index.exists():
-        return [source / row["file"] for row in json.loads(index.read_text())]
-    return sorted(p for p in source.rglob("*.npz") if p.parent.name != "meshes")
 
 
 def _process(args: tuple[str, str]) -> dict:
@@ -140,7 +133,7 @@ def build_cache(
         source = Path(source)
         if not source.is_dir():
             raise ValueError(f"No clip folder at {source}")
-        jobs += [(str(p), str(source)) for p in _clip_files(source)]
+        jobs += [(str(p), str(source)) for p in find_clips(source)]
     if max_clips:
         jobs = jobs[:max_clips]
     if not jobs:

@@ -332,9 +332,10 @@ def encode_frames(frame_dir: str, out: str, fps: int = 30) -> str:
 
 def run_preview(library: str, out: str, count: int = 9, frames: int = 90, cell: int = 160) -> dict:
     """`kirin data preview`: a grid of clips of a library folder rendered into an MP4."""
+    from ..kirin_addon.clip import find_clips
     from ..kirin_addon.preview import pick_clips, render_grid_frames
 
-    paths = sorted(Path(library).rglob("*.npz"))
+    paths = find_clips(library)
     if not paths:
         raise ValueError(f"No clips (.npz) under {library}.")
     chosen = pick_clips(paths, count)
