@@ -22,7 +22,7 @@ from kirin.kirin_addon.families import build_creature
 from kirin.kirin_addon.rig import Rig
 from kirin.models.config import DenoiserConfig, DiffusionConfig
 from kirin.models.denoiser import Denoiser
-from kirin.models.export import OnnxDenoiser, export_onnx
+from kirin.models.export import OnnxDenoiser, export_onnx, quantize_int8
 from kirin.models.generator import DEFAULT_MODEL, MotionModel
 
 
@@ -86,7 +86,10 @@ def main() -> None:
 
     torch_seconds = timed(run, args.repeats)
     with tempfile.TemporaryDirectory() as tmp:
-        runner = OnnxDenoiser(export_onnx(model.net, Path(tmp) / "denoiser.onnx"))
+        onnx_path = export_onnx(model.net, Path(tmp) / "denoiser.onnx")
+        model.runner = OnnxDenoiser(quantize_int8(onnx_path))
+        int8_seconds = timed(run, args.repeats)
+        runner = OnnxDenoiser(onnx_path)
         model.runner = runner
         onnx_seconds = timed(run, args.repeats)
         # Ancestral sampler: time a number of its guided calls and extrapolate, or run it all.
@@ -103,6 +106,7 @@ def main() -> None:
     print(f"model: {source}; rig: {rig.joint_count} joints; {args.frames} frames; DDIM {steps} steps, "
           f"guidance {guidance}; onnxruntime providers {runner.providers}")
     print(f"default sampler, onnxruntime: {onnx_seconds:.3f} s  (budget 1 s on a 2-core CPU)")
+    print(f"default sampler, onnxruntime int8: {int8_seconds:.3f} s")
     print(f"default sampler, torch:       {torch_seconds:.3f} s")
     print(f"1000-step ancestral, onnxruntime: {ancestral:.1f} s "
           f"({'measured' if args.full else f'{args.ancestral_calls} calls extrapolated'})")

@@ -80,7 +80,12 @@ def export(args: argparse.Namespace) -> int:
 
     model = MotionModel.load(args.model)
     path = export_onnx(model.net, args.out or f"{args.model}/denoiser.onnx")
-    print(json.dumps({"onnx": str(path)}))
+    result = {"onnx": str(path)}
+    if args.int8:
+        from .export import quantize_int8
+
+        result["int8"] = str(quantize_int8(path))
+    print(json.dumps(result))
     return 0
 
 
@@ -160,6 +165,7 @@ def add_parsers(sub, data_sub) -> None:
     e = sub.add_parser("export", help="export a trained denoiser to ONNX")
     e.add_argument("--model", required=True, help="folder with denoiser.safetensors and model.json")
     e.add_argument("--out")
+    e.add_argument("--int8", action="store_true", help="also write a dynamic int8 quantised copy")
     e.set_defaults(func=export)
     v = sub.add_parser("eval-train", help="train the text-motion evaluator (resumes) on feature caches")
     v.add_argument("--data", nargs="+", required=True, help="feature caches (train split)")

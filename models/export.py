@@ -99,6 +99,16 @@ def export_onnx(net: Denoiser, path: str | Path, opset: int = 17) -> Path:
     return path
 
 
+def quantize_int8(path: str | Path, out: str | Path | None = None) -> Path:
+    """Dynamic int8 quantisation of the linear layers (onnxruntime): smaller and faster on CPU."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    path = Path(path)
+    out = Path(out) if out else path.with_name(path.stem + ".int8.onnx")
+    quantize_dynamic(str(path), str(out), weight_type=QuantType.QInt8)
+    return out
+
+
 class OnnxDenoiser:
     """Callable like `Denoiser.forward` (keyword tensors in, tensor out), run by onnxruntime."""
 
