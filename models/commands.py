@@ -128,6 +128,7 @@ def evaluate(args: argparse.Namespace) -> int:
         mm_repeats=args.mm_repeats,
         rows=tuple(args.rows) if args.rows else ROWS if args.model else REFERENCE_ROWS,
         clean=not args.no_clean,
+        skin=not args.no_skin,
         backend=args.backend,
         seed=args.seed,
         threads=args.threads,
@@ -190,6 +191,7 @@ def add_parsers(sub, data_sub) -> None:
     r.add_argument("--mm-repeats", type=int, default=4, dest="mm_repeats", help="generations per such prompt")
     r.add_argument("--rows", nargs="+", help="rows to compute (default: all)")
     r.add_argument("--no-clean", action="store_true", dest="no_clean", help="skip the foot-lock clean-up")
+    r.add_argument("--no-skin", action="store_true", dest="no_skin", help="no mesh features")
     r.add_argument("--backend", default="torch", choices=["torch", "onnx"])
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--threads", type=int, default=1)

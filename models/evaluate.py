@@ -207,6 +207,7 @@ class EvalConfig:
     mm_repeats: int = 4
     rows: tuple[str, ...] = ROWS
     clean: bool = True  # the foot-lock clean-up of Generate Motion
+    skin: bool = True  # give the model the rig's mesh (skinning-aware joint features) where there is one
     backend: str = "torch"  # or onnx
     seed: int = 0
     threads: int = 1
@@ -369,7 +370,7 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
             results[row] = _Row()
         for n, clip in enumerate(loaded):
             record = records[n]
-            prepared = model.prepare_rig(clip.rig, clip.mesh, clip.frame)
+            prepared = model.prepare_rig(clip.rig, clip.mesh if config.skin else None, clip.frame)
             image = cache.images[record["image"]] if record["image"] >= 0 and len(cache.images) else None
             variants = config.mm_repeats if n < config.mm_prompts else 1
             for row in generated:
