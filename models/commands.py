@@ -129,6 +129,7 @@ def evaluate(args: argparse.Namespace) -> int:
         rows=tuple(args.rows) if args.rows else ROWS if args.model else REFERENCE_ROWS,
         clean=not args.no_clean,
         skin=not args.no_skin,
+        smooth=args.smooth,
         backend=args.backend,
         seed=args.seed,
         threads=args.threads,
@@ -192,6 +193,7 @@ def add_parsers(sub, data_sub) -> None:
     r.add_argument("--rows", nargs="+", help="rows to compute (default: all)")
     r.add_argument("--no-clean", action="store_true", dest="no_clean", help="skip the foot-lock clean-up")
     r.add_argument("--no-skin", action="store_true", dest="no_skin", help="no mesh features")
+    r.add_argument("--smooth", type=float, default=1.0, help="temporal smoothing sigma in frames (0: off)")
     r.add_argument("--backend", default="torch", choices=["torch", "onnx"])
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--threads", type=int, default=1)

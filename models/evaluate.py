@@ -207,6 +207,7 @@ class EvalConfig:
     mm_repeats: int = 4
     rows: tuple[str, ...] = ROWS
     clean: bool = True  # the foot-lock clean-up of Generate Motion
+    smooth: float = 1.0  # Generate Motion's temporal smoothing (frames; 0: off)
     skin: bool = True  # give the model the rig's mesh (skinning-aware joint features) where there is one
     backend: str = "torch"  # or onnx
     seed: int = 0
@@ -387,6 +388,7 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
                     steps=config.steps,
                     clean=config.clean,
                     image_feature=image if row != "text" else None,
+                    smooth=config.smooth,
                 )
                 group = []
                 for v, sample in enumerate(out):

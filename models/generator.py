@@ -218,11 +218,13 @@ class MotionModel:
         progress=None,
         sampler: str = "ddim",
         image_feature: np.ndarray | None = None,
+        smooth: float = 1.0,
     ) -> list[Generated]:
         """`variants` motions of `frames` frames for a prompt (None: image only) and/or a reference
         image (a path or pixels; or `image_feature`, the image encoder's output, precomputed).
         `keep` (a motion on the rig, same length) with `keep_frames` (indices) pins those frames
-        (in-betweening). `loop` makes the last frame flow into the first."""
+        (in-betweening). `loop` makes the last frame flow into the first. `smooth` (frames, a Gaussian
+        sigma) evens out the seams between the network's 8-frame tokens; 0 turns it off."""
         if not 1 <= frames <= 2000:
             raise GenerationError(f"Frames must be between 1 and 2000, got {frames}.")
         if not 1 <= variants <= 16:
@@ -280,6 +282,9 @@ class MotionModel:
         x0 = x0[:, :frames]
         seconds = time.perf_counter() - started
         features = (x0 * self.std + self.mean).numpy().astype(np.float64)
+        if smooth > 0:
+            kept = None if inpaint is None else np.flatnonzero(inpaint.mask[0, :frames, 0, 0].numpy())
+            features = smooth_in_time(features, smooth, kept, wrap=loop)
         canon = prepared.canon
         # Features → a motion on the canonical rig (clean-up works there: +Z up, feet on the floor),
         # then onto the user's rig through the canonical frame and the inverse-bind correction.
@@ -314,6 +319,26 @@ class MotionModel:
         values[:, :count] = normalised
         mask[:, frames] = True
         return Inpaint(values, mask), clip.start_yaw, clip.start_ground
+
+
+def smooth_in_time(
+    features: np.ndarray, sigma: float, keep_frames: np.ndarray | None = None, wrap: bool = False
+) -> np.ndarray:
+    """Gaussian smoothing of (V,T,J,C) features along time (edges held, or wrapped round for a loop);
+    kept frames stay exact."""
+    radius = max(1, int(round(3 * sigma)))
+    offsets = np.arange(-radius, radius + 1)
+    kernel = np.exp(-0.5 * (offsets / sigma) ** 2)
+    kernel /= kernel.sum()
+    count = features.shape[1]
+    index = np.arange(count)[:, None] + offsets[None]  # (T,K)
+    index = index % count if wrap else np.clip(index, 0, count - 1)
+    out = np.einsum("vtkjc,k->vtjc", features[:, index], kernel)
+    if keep_frames is not None and len(keep_frames):
+        frames = np.asarray(keep_frames, dtype=np.int64)
+        frames = frames[frames < count]
+        out[:, frames] = features[:, frames]
+    return out
 
 
 def crossfade_loop(x0: torch.Tensor, extra: int) -> torch.Tensor:
