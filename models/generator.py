@@ -73,11 +73,15 @@ class MotionModel:
         self.std = torch.tensor(std, dtype=torch.float32)
         self.fps = fps
         self.runner = runner or net  # a torch module or an ONNX runner with the same call
+        self.device = getattr(runner, "device", "cpu") if runner is not None else "cpu"
+        self.backend = "onnxruntime" if runner is not None else "torch"
         self._text = None
         self._image: dict[str | None, object] = {}
 
     @classmethod
     def load(cls, folder: str | Path = DEFAULT_MODEL, backend: str = "torch") -> MotionModel:
+        """`backend`: "onnx" (onnxruntime: CUDA when present, else CPU), "torch", or "auto" (ONNX when
+        the folder has it and onnxruntime runs, else torch)."""
         from safetensors.torch import load_file
 
         folder = Path(folder)
@@ -91,12 +95,18 @@ class MotionModel:
         net.load_state_dict(load_file(str(folder / "denoiser.safetensors")))
         net.eval()
         runner = None
-        if backend == "onnx":
-            from .export import OnnxDenoiser
+        if backend not in ("auto", "onnx", "torch"):
+            raise GenerationError(f"Unknown backend {backend!r} (auto, onnx or torch)")
+        onnx_file = folder / "denoiser.onnx"
+        if backend == "onnx" or (backend == "auto" and onnx_file.exists()):
+            try:
+                from .export import OnnxDenoiser
 
-            runner = OnnxDenoiser(folder / "denoiser.onnx")
-        elif backend != "torch":
-            raise GenerationError(f"Unknown backend {backend!r} (torch or onnx)")
+                runner = OnnxDenoiser(onnx_file)
+            except (ImportError, OSError, RuntimeError) as exc:
+                if backend == "onnx":
+                    raise GenerationError(f"Cannot run the ONNX denoiser: {exc}") from exc
+                runner = None  # auto: torch is the fallback
         return cls(
             net,
             config,

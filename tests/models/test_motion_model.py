@@ -196,3 +196,12 @@ def test_image_only_and_precomputed_image_features(model_and_rig):
         model.generate(prepared, None, frames=16)
     with pytest.raises(GenerationError, match="1280"):
         model.generate(prepared, "a dog", frames=16, image_feature=np.zeros(7))
+
+
+def test_backend_choice(trained):
+    root, _, _ = trained
+    assert MotionModel.load(root / "run", "auto").backend == "torch"  # no ONNX file: torch
+    with pytest.raises(GenerationError, match="ONNX"):
+        MotionModel.load(root / "run", "onnx")
+    with pytest.raises(GenerationError, match="Unknown backend"):
+        MotionModel.load(root / "run", "tpu")
