@@ -131,12 +131,13 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
         speed = float(clip.speed)
         # ViPS' filters: a static clip of a moving action is tagged so training can skip it (idle
         # clips are meant to be still); a broken clip is not written, and the report lists it.
-        broken = broken_reasons(creature.rig, clip.motion)
+        positions = joint_positions(creature.rig, clip.motion)  # once, for both filters
+        broken = broken_reasons(creature.rig, positions)
         if broken:
             rows.append({"broken": f"{creature.species} {action} {direction} (creature {k}, seed {seed}): "
                                    + "; ".join(broken), "family": family, "action": action})
             continue
-        static = is_static_clip(joint_positions(creature.rig, clip.motion))
+        static = is_static_clip(positions)
         desc = _describe(creature, action, speed, direction, segments)
         captions = paraphrases(desc, n=config.captions_per_clip, seed=seed)
         shard = f"shard_{index // config.shard_size:03d}"
