@@ -1156,7 +1156,7 @@ def _rest_feet(legs: list[LegRig], frames: int) -> np.ndarray:
 
 
 def limit_amplitude(creature: Creature, make_pose: Callable[[np.ndarray], BodyPose], wanted: np.ndarray,
-                    planted: np.ndarray, fps: float, iterations: int = 18) -> np.ndarray:
+                    planted: np.ndarray, fps: float, iterations: int = 10) -> np.ndarray:
     """Largest amplitude ≤ wanted (per frame) keeping planted legs in reach and the body above ground."""
     frames = wanted.shape[0]
     legs = leg_rigs(creature)
