@@ -21,6 +21,20 @@ from torch.nn import functional as F
 
 from .config import DenoiserConfig
 
+# The denoiser's keyword inputs besides x and t, in call order (training batches, ONNX, runners).
+CONDITION_INPUTS = (
+    "geometry",
+    "skin",
+    "names",
+    "hops",
+    "edges",
+    "joint_mask",
+    "text",
+    "text_mask",
+    "image",
+    "text_on",
+    "image_on",
+)
 NEG = -1e4  # additive mask: exp(-1e4) is zero in fp32 and bf16, without the NaNs of -inf rows
 
 

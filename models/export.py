@@ -14,23 +14,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .denoiser import Denoiser
+from .denoiser import CONDITION_INPUTS, Denoiser
 
-INPUTS = (
-    "x",
-    "t",
-    "geometry",
-    "skin",
-    "names",
-    "hops",
-    "edges",
-    "joint_mask",
-    "text",
-    "text_mask",
-    "image",
-    "text_on",
-    "image_on",
-)
+INPUTS = ("x", "t", *CONDITION_INPUTS)
 _DYNAMIC = {
     "x": {0: "batch", 1: "tokens", 2: "joints"},
     "t": {0: "batch"},

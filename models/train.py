@@ -23,23 +23,11 @@ from safetensors.torch import save_file
 from .batching import Batcher
 from .config import TrainConfig
 from .dataset import FeatureCache
-from .denoiser import Denoiser, parameter_count, patchify, unpatchify
+from .denoiser import CONDITION_INPUTS, Denoiser, parameter_count, patchify, unpatchify
 from .diffusion import Diffusion
 from .losses import diffusion_losses
 
-MODEL_KEYS = (
-    "geometry",
-    "skin",
-    "names",
-    "hops",
-    "edges",
-    "joint_mask",
-    "text",
-    "text_mask",
-    "image",
-    "text_on",
-    "image_on",
-)
+MODEL_KEYS = CONDITION_INPUTS
 
 
 def model_inputs(batch: dict) -> dict:
