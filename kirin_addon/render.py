@@ -73,7 +73,9 @@ def rasterize(vertices: np.ndarray, triangles: np.ndarray, camera: Camera, size:
     colors = np.clip(shade[:, None] * np.asarray(color), 0, 1)
 
     visible = np.all(depth[tri] > 1e-3, axis=1)
-    for f in np.flatnonzero(visible):
+    # Small triangles (most of them at this size) are rasterised all at once; the rest one by one.
+    small = _rasterize_small(px, py, depth, tri, visible, size, zbuf, image, colors)
+    for f in np.flatnonzero(visible & ~small):
         i, j, k = tri[f]
         xs = np.array([px[i], px[j], px[k]])
         ys = np.array([py[i], py[j], py[k]])
@@ -97,6 +99,52 @@ def rasterize(vertices: np.ndarray, triangles: np.ndarray, camera: Camera, size:
         region[closer] = z[closer]
         image[y0:y1 + 1, x0:x1 + 1][closer] = colors[f]
     return (np.clip(image, 0, 1) * 255 + 0.5).astype(np.uint8)
+
+
+def _rasterize_small(px: np.ndarray, py: np.ndarray, depth: np.ndarray, tri: np.ndarray, visible: np.ndarray,
+                     size: int, zbuf: np.ndarray, image: np.ndarray, colors: np.ndarray,
+                     box: int = 8) -> np.ndarray:
+    """Z-buffer the visible triangles whose pixel bounding box fits in box×box, vectorised; returns
+    which triangles were drawn. Ties in depth go to the lower triangle index, as in the loop."""
+    xs, ys = px[tri], py[tri]  # (F,3)
+    x0 = np.maximum(np.floor(xs.min(1)).astype(np.int64), 0)
+    x1 = np.minimum(np.ceil(xs.max(1)).astype(np.int64), size - 1)
+    y0 = np.maximum(np.floor(ys.min(1)).astype(np.int64), 0)
+    y1 = np.minimum(np.ceil(ys.max(1)).astype(np.int64), size - 1)
+    area = (xs[:, 1] - xs[:, 0]) * (ys[:, 2] - ys[:, 0]) - (xs[:, 2] - xs[:, 0]) * (ys[:, 1] - ys[:, 0])
+    degenerate = (x0 > x1) | (y0 > y1) | (np.abs(area) < 1e-12)
+    fits = (x1 - x0 < box) & (y1 - y0 < box)
+    chosen = visible & fits & ~degenerate
+    done = visible & (fits | degenerate)  # degenerate triangles draw nothing either way
+    faces = np.flatnonzero(chosen)
+    if faces.size == 0:
+        return done
+    offset = np.arange(box)
+    gx = (x0[faces, None, None] + offset[None, None, :]) + 0.5  # (N,1,B)
+    gy = (y0[faces, None, None] + offset[None, :, None]) + 0.5  # (N,B,1)
+    fx, fy, a = xs[faces][:, :, None, None], ys[faces][:, :, None, None], area[faces][:, None, None]
+    w0 = ((fx[:, 1] - gx) * (fy[:, 2] - gy) - (fx[:, 2] - gx) * (fy[:, 1] - gy)) / a
+    w1 = ((fx[:, 2] - gx) * (fy[:, 0] - gy) - (fx[:, 0] - gx) * (fy[:, 2] - gy)) / a
+    w2 = 1.0 - w0 - w1
+    in_box = (gx - 0.5 <= x1[faces, None, None]) & (gy - 0.5 <= y1[faces, None, None])
+    inside = (w0 >= 0) & (w1 >= 0) & (w2 >= 0) & in_box
+    d = depth[tri[faces]]  # (N,3)
+    z = w0 * d[:, 0, None, None] + w1 * d[:, 1, None, None] + w2 * d[:, 2, None, None]
+    n, row, col = np.nonzero(inside)
+    pixel = (y0[faces][n] + row) * size + (x0[faces][n] + col)
+    depth_at = z[n, row, col]
+    flat = zbuf.reshape(-1)
+    # Nearest first, then the lower triangle index; the first candidate per pixel wins if it beats
+    # what is already in the z-buffer.
+    order = np.lexsort((faces[n], depth_at, pixel))
+    pixel, depth_at, winner = pixel[order], depth_at[order], faces[n][order]
+    first = np.ones(pixel.size, dtype=bool)
+    first[1:] = pixel[1:] != pixel[:-1]
+    pixel, depth_at, winner = pixel[first], depth_at[first], winner[first]
+    closer = depth_at < flat[pixel]
+    flat[pixel[closer]] = depth_at[closer]
+    image.reshape(-1, 3)[pixel[closer]] = colors[winner[closer]]
+    return done
 
 
 def write_png(path: str | Path, image: np.ndarray) -> None:
