@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 
-from .config import TrainConfig, from_dict, load_config, to_dict
+from .config import TrainConfig, from_dict, load_config
 
 
 def cache(args: argparse.Namespace) -> int:
@@ -39,31 +39,41 @@ def _parse_value(text: str):
         return text
 
 
-def train_config(args: argparse.Namespace) -> TrainConfig:
-    """The config file (if any), then --data/--out/--steps, then `--set key=value` (dotted for nested)."""
-    data = to_dict(load_config(args.config)) if args.config else to_dict(TrainConfig())
-    if args.data:
-        data["data"] = list(args.data)
-    for name in ("out", "steps", "max_seconds", "threads"):
-        value = getattr(args, name, None)
-        if value is not None:
-            data[name] = value
-    for item in args.set or []:
+def apply_overrides(config, items: list[str] | None) -> None:
+    """`--set key=value` on a config dataclass; dotted keys reach nested configs (model.width=96), a
+    JSON object replaces a whole nested config, a JSON list fills a tuple field."""
+    for item in items or []:
         if "=" not in item:
             raise ValueError(f"--set wants key=value, got {item!r}")
         key, value = item.split("=", 1)
-        target = data
         *parents, last = key.split(".")
+        target = config
         for part in parents:
-            if part not in target or not isinstance(target[part], dict):
+            target = getattr(target, part, None)
+            if not is_dataclass(target):
                 raise ValueError(f"Unknown config section {part!r} in {key!r}")
-            target = target[part]
-        if last not in target:
-            raise ValueError(
-                f"Unknown config key {key!r}; known: {', '.join(f.name for f in fields(TrainConfig))}"
-            )
-        target[last] = _parse_value(value)
-    return from_dict(TrainConfig, data)
+        known = {f.name for f in fields(target)}
+        if last not in known:
+            raise ValueError(f"Unknown config key {key!r}; known: {', '.join(sorted(known))}")
+        parsed, current = _parse_value(value), getattr(target, last)
+        if is_dataclass(current) and isinstance(parsed, dict):
+            parsed = from_dict(type(current), parsed)
+        elif isinstance(current, tuple) and isinstance(parsed, list):
+            parsed = tuple(parsed)
+        setattr(target, last, parsed)
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The config file (if any), then --data/--out/--steps, then `--set key=value`."""
+    config = load_config(args.config) if args.config else TrainConfig()
+    if args.data:
+        config.data = list(args.data)
+    for name in ("out", "steps", "max_seconds", "threads"):
+        value = getattr(args, name, None)
+        if value is not None:
+            setattr(config, name, value)
+    apply_overrides(config, args.set)
+    return config
 
 
 def train(args: argparse.Namespace) -> int:
@@ -97,18 +107,7 @@ def eval_train(args: argparse.Namespace) -> int:
         value = getattr(args, name, None)
         if value is not None:
             setattr(config, name, value)
-    for item in args.set or []:
-        if "=" not in item:
-            raise ValueError(f"--set wants key=value, got {item!r}")
-        key, value = item.split("=", 1)
-        target, last = config, key
-        if key.startswith("model."):
-            target, last = config.model, key.split(".", 1)[1]
-        known = {f.name for f in fields(target)}
-        if last not in known:
-            raise ValueError(f"Unknown evaluator config key {key!r}; known: {', '.join(sorted(known))}")
-        parsed = _parse_value(value)
-        setattr(target, last, tuple(parsed) if isinstance(parsed, list) else parsed)
+    apply_overrides(config, args.set)
     print(json.dumps(train_evaluator(config, progress=not args.quiet), indent=2))
     return 0
 
