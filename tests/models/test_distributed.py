@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from cache_support import small_cache
 
-from kirin.kirin_addon.library import BuildConfig, build_library
-from kirin.models.dataset import build_cache
-from kirin.models.encoders import load_image_encoder, load_text_encoder
+from kirin.kirin_addon.library import BuildConfig
 
 
 def test_two_processes_train_together(tmp_path):
@@ -20,13 +19,8 @@ def test_two_processes_train_together(tmp_path):
     kirin = Path(sys.executable).with_name("kirin")
     if not torchrun.exists() or not kirin.exists():
         pytest.skip("torchrun / kirin not installed in this environment")
-    build_library(
-        tmp_path / "lib",
-        BuildConfig(clips=12, seed=4, clips_per_creature=3, min_frames=30, max_frames=40, workers=1),
-        progress=False,
-    )
-    build_cache(
-        [tmp_path / "lib"], tmp_path / "cache", load_text_encoder(), load_image_encoder(), progress=False
+    small_cache(
+        tmp_path, BuildConfig(clips=12, seed=4, clips_per_creature=3, min_frames=30, max_frames=40, workers=1)
     )
     command = [
         str(torchrun),

@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 import torch
+from cache_support import small_cache
 
-from kirin.kirin_addon.library import BuildConfig, build_library
+from kirin.kirin_addon.library import BuildConfig
 from kirin.models.config import DenoiserConfig, TrainConfig
-from kirin.models.dataset import FeatureCache, build_cache
-from kirin.models.encoders import load_image_encoder, load_text_encoder
+from kirin.models.dataset import FeatureCache
 from kirin.models.evaluate import (
     KEYS,
     ROWS,
@@ -84,12 +84,9 @@ def test_r_precision_mm_dist_diversity_multimodality_known_values():
 def library(tmp_path_factory):
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("evaluation")
-    build_library(
-        root / "lib",
-        BuildConfig(clips=40, seed=11, clips_per_creature=2, min_frames=40, max_frames=60, workers=1),
-        progress=False,
+    small_cache(
+        root, BuildConfig(clips=40, seed=11, clips_per_creature=2, min_frames=40, max_frames=60, workers=1)
     )
-    build_cache([root / "lib"], root / "cache", load_text_encoder(), load_image_encoder(), progress=False)
     return root
 
 

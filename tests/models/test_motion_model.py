@@ -7,14 +7,14 @@ import json
 import numpy as np
 import pytest
 import torch
+from cache_support import small_cache
 
 from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.library import BuildConfig, build_library
+from kirin.kirin_addon.library import BuildConfig
 from kirin.kirin_addon.motion import joint_positions
 from kirin.models.config import DenoiserConfig, TrainConfig
-from kirin.models.dataset import FeatureCache, build_cache
+from kirin.models.dataset import FeatureCache
 from kirin.models.denoiser import Denoiser
-from kirin.models.encoders import load_image_encoder, load_text_encoder
 from kirin.models.export import OnnxDenoiser, example_inputs, export_onnx
 from kirin.models.generator import GenerationError, MotionModel
 from kirin.models.representation import CHANNELS, CONTACT, YAW
@@ -27,12 +27,9 @@ TINY = DenoiserConfig(width=32, heads=2, layers=2, ffn=64, window=4)
 def trained(tmp_path_factory):
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("model")
-    build_library(
-        root / "lib",
-        BuildConfig(clips=24, seed=3, clips_per_creature=3, min_frames=30, max_frames=40, workers=1),
-        progress=False,
+    small_cache(
+        root, BuildConfig(clips=24, seed=3, clips_per_creature=3, min_frames=30, max_frames=40, workers=1)
     )
-    build_cache([root / "lib"], root / "cache", load_text_encoder(), load_image_encoder(), progress=False)
     config = TrainConfig(
         data=[str(root / "cache")],
         out=str(root / "run"),

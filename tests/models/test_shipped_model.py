@@ -8,12 +8,11 @@ import json
 import numpy as np
 import pytest
 import torch
+from cache_support import small_cache
 
-from kirin.kirin_addon.library import BuildConfig, build_library
+from kirin.kirin_addon.library import BuildConfig
 from kirin.models.config import DenoiserConfig, DiffusionConfig, TrainConfig
-from kirin.models.dataset import build_cache
 from kirin.models.denoiser import Denoiser
-from kirin.models.encoders import load_image_encoder, load_text_encoder
 from kirin.models.evaluate import EvalConfig, evaluate
 from kirin.models.export import OnnxDenoiser, example_inputs
 from kirin.models.generator import DEFAULT_MODEL, MotionModel
@@ -36,8 +35,7 @@ def library(tmp_path_factory):
         workers=1,
         transition_fraction=0.0,
     )
-    build_library(root / "lib", config, progress=False)
-    build_cache([root / "lib"], root / "cache", load_text_encoder(), load_image_encoder(), progress=False)
+    small_cache(root, config)
     return root
 
 
