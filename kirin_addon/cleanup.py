@@ -40,6 +40,8 @@ import numpy as np
 from .controllers import smooth_upper
 from .ik import fabrik, two_bone
 from .metrics import (
+    CONTACT_HEIGHT,
+    CONTACT_SPEED,
     PenetrationStats,
     SkatingStats,
     foot_contacts,
@@ -64,6 +66,7 @@ PENETRATION_TOLERANCE = 0.002  # body sizes below a floor before the root is rai
 PENETRATION_PASSES = 3  # lift-and-relock rounds at most (one is almost always enough)
 FABRIK_ITERATIONS = 24  # FABRIK starts at the sampled pose and closes exactly: few sweeps suffice
 FABRIK_TOLERANCE = 1e-5  # of the chain length: stop sweeping, the analytic closing does the rest
+CONFIRM_SCALE = 2.0  # sampled contacts are confirmed by a foot this many times lower/slower than detection's
 _UNCHANGED = 1e-12  # body sizes: foot offsets below this are rounding, the frame is left alone
 
 
@@ -220,26 +223,55 @@ def _fade(contact: np.ndarray, values: np.ndarray, ramp: np.ndarray) -> tuple[np
     return out, weight
 
 
-def _lock_targets(contact: np.ndarray, foot: np.ndarray, floor: float,
-                  ramp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-frame foot offsets (T,3) and lock weights (T,) for one foot (contact (T,), foot (T,3)).
-
-    In a run the foot goes to its footprint: the run's mean horizontal position, at the floor.
-    Outside, the offset at the run's nearest end fades out (`_fade`): the swing keeps its shape and
-    is only shifted, instead of being pulled towards the footprint.
-    """
+def _runs(contact: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) frames of each contact run."""
     padded = np.concatenate([[False], contact, [False]])
     edges = np.flatnonzero(padded[1:] != padded[:-1])
-    starts, ends = edges[::2], edges[1::2]
+    return edges[::2], edges[1::2]
+
+
+def _footprint_offsets(contact: np.ndarray, foot: np.ndarray, floor: float) -> np.ndarray:
+    """(T,3) offsets taking a foot (T,3) to its footprint in each contact run: the run's mean
+    horizontal position, at the floor; zero outside the runs."""
+    starts, ends = _runs(contact)
     offset = np.zeros(foot.shape)
     if starts.size:
         sums = np.concatenate([np.zeros((1, 2)), np.cumsum(foot[:, :2], axis=0)])
         prints = np.empty((starts.size, 3))
         prints[:, :2] = (sums[ends] - sums[starts]) / (ends - starts)[:, None]
         prints[:, 2] = floor
-        run = np.cumsum(padded[1:-1] & ~padded[:-2]) - 1  # run index of each contact frame
-        offset[contact] = prints[run[contact]] - foot[contact]
-    offset, weight = _fade(contact, offset, ramp)
+        run = np.repeat(np.arange(starts.size), ends - starts)
+        offset[contact] = prints[run] - foot[contact]
+    return offset
+
+
+def plausible_contacts(contacts: np.ndarray, feet_positions: np.ndarray, floors: np.ndarray,
+                       limits: np.ndarray) -> tuple[np.ndarray, int]:
+    """Contacts (T,F) without the runs whose lock would move the foot (T,F,3) farther than its limit
+    (F,) at some frame, and how many runs that dropped. Such a run is not a slip to fix but a contact
+    that is not there (a sampled label, or a foot held off the floor on purpose); locking it would
+    drag the leg straight."""
+    kept = contacts.copy()
+    dropped = 0
+    for c in range(contacts.shape[1]):
+        offsets = _footprint_offsets(contacts[:, c], feet_positions[:, c], floors[c])
+        distance = np.linalg.norm(offsets, axis=-1)
+        for start, end in zip(*_runs(contacts[:, c]), strict=True):
+            if distance[start:end].max() > limits[c]:
+                kept[start:end, c] = False
+                dropped += 1
+    return kept, dropped
+
+
+def _lock_targets(contact: np.ndarray, foot: np.ndarray, floor: float,
+                  ramp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame foot offsets (T,3) and lock weights (T,) for one foot (contact (T,), foot (T,3)).
+
+    In a run the foot goes to its footprint (`_footprint_offsets`). Outside, the offset at the run's
+    nearest end fades out (`_fade`): the swing keeps its shape and is only shifted, instead of being
+    pulled towards the footprint.
+    """
+    offset, weight = _fade(contact, _footprint_offsets(contact, foot, floor), ramp)
     # A swing shifted by its neighbours' offsets may dip below the floor: never aim a foot there.
     low = (weight > 0) & (foot[:, 2] + offset[:, 2] < floor)
     offset[low, 2] = floor - foot[low, 2]
@@ -421,6 +453,8 @@ def clean_motion(
     blend_frames: int = 3,
     fix_penetration: bool = True,
     penetration_tolerance: float = PENETRATION_TOLERANCE,
+    max_lock: float = np.inf,
+    confirm: bool = False,
 ) -> CleanupResult:
     """Lock foot contacts with rotation-only IK, lift the body out of the floor; bone lengths stay exact.
 
@@ -430,6 +464,11 @@ def clean_motion(
     point of the rig); each foot's floor is its rest height above it. blend_frames: frames over
     which a lock fades in before and out after each contact. fix_penetration: raise the root where
     a joint is more than `penetration_tolerance` body sizes below its floor, then lock again.
+    max_lock: contact runs whose lock would move the foot farther than this share of its leg's
+    length are left as sampled (`plausible_contacts`; sampled contacts deserve that doubt).
+    confirm: a given contact counts only in frames where the foot is also low and slow (the
+    detection of `metrics.foot_contacts` at CONFIRM_SCALE times its thresholds): a sampled label
+    that says "planted" under a striding foot would otherwise pin it for the whole stride.
 
     Raises ValueError for mismatched shapes, bad feet or non-finite motion.
     """
@@ -455,7 +494,23 @@ def clean_motion(
     original, world = pose[..., :3, 3], pose[..., :3, :3]
     if contacts is None:
         contacts = foot_contacts(original, feet, motion.fps, floor=floors, body_size=size)
+    elif confirm:
+        scale = CONFIRM_SCALE * size
+        contacts = contacts & foot_contacts(original, feet, motion.fps, scale * CONTACT_HEIGHT,
+                                            scale * CONTACT_SPEED, floor=floors, body_size=size)
     legs, chains, solvers = _plan_legs(rig, feet)
+    notes: list[str] = []
+    if np.isfinite(max_lock) and legs:
+        columns = np.asarray([leg.column for leg in legs])
+        lengths = np.asarray([np.linalg.norm(np.diff(rig.heads[leg.chain], axis=0), axis=-1).sum()
+                              for leg in legs])
+        kept, dropped = plausible_contacts(contacts[:, columns], original[:, feet[columns]], floors[columns],
+                                           max_lock * lengths)
+        contacts = contacts.copy()
+        contacts[:, columns] = kept
+        if dropped:
+            notes.append(f"{dropped} contact runs left as sampled (their lock would move a foot more "
+                         f"than {max_lock:.2g} leg lengths)")
     ramp = _ramp(int(blend_frames))
     count = motion.frame_count
     # Joints whose basis changes: chain bones (rotated) and feet (parent rotated, world kept).
@@ -470,7 +525,6 @@ def clean_motion(
 
     locked = _lock(rig, legs, original, world, contacts, floors, joint_floor, ramp, below_foot)
     raise_by = np.zeros(count)
-    notes: list[str] = []
     if fix_penetration and count:
         # A planted foot (and its toes) is on its floor already: lifting the body cannot help it.
         planted = np.zeros((count, rig.joint_count), dtype=bool)

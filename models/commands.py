@@ -132,6 +132,8 @@ def evaluate(args: argparse.Namespace) -> int:
         backend=args.backend,
         seed=args.seed,
         threads=args.threads,
+        bank=args.bank or "",
+        strength=args.strength,
     )
     if args.evaluator:
         config.evaluator = args.evaluator
@@ -193,6 +195,10 @@ def add_parsers(sub, data_sub) -> None:
     r.add_argument("--no-clean", action="store_true", dest="no_clean", help="skip the foot-lock clean-up")
     r.add_argument("--no-skin", action="store_true", dest="no_skin", help="no mesh features")
     r.add_argument("--smooth", type=float, default=1.0, help="temporal smoothing sigma in frames (0: off)")
+    r.add_argument("--bank", help="feature cache to retrieve from: generation starts from its closest clip")
+    r.add_argument(
+        "--strength", type=float, default=0.0, help="noise on a retrieved clip (0: as is, 1: ignored)"
+    )
     r.add_argument("--backend", default="torch", choices=["torch", "onnx"])
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--threads", type=int, default=1)

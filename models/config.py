@@ -75,6 +75,8 @@ class TrainConfig:
     bf16: bool = True  # autocast on CPU/GPU
     compile: bool = False
     max_seconds: float = 0.0  # stop (with a checkpoint) after this much wall time; 0: no limit
+    init: str = ""  # warm start: a checkpoint.pt whose EMA weights (and normalisation) seed a new run;
+    # parameters it lacks keep their initialisation (e.g. layers added since, identity-initialised)
     model: DenoiserConfig = field(default_factory=DenoiserConfig)
     diffusion: DiffusionConfig = field(default_factory=DiffusionConfig)
     loss: LossConfig = field(default_factory=LossConfig)

@@ -42,6 +42,19 @@ def procedural_frame(rig: Rig) -> CanonicalFrame:
     return CanonicalFrame(np.eye(3), 1.0 / rig.body_size, np.zeros(3), notes=("procedural",))
 
 
+def load_record_clip(cache: FeatureCache, index: int):
+    """The clip file behind a cache record and the canonical frame the cache read it in (None: an
+    authored clip, whose frame is detected)."""
+    from ..kirin_addon.clip import load_clip
+
+    record = cache.records[index]
+    path = Path(record["path"])
+    if not path.exists():
+        raise ValueError(f"The clip file {path} of cache {cache.folder} is gone; this needs the clips")
+    clip = load_clip(path)
+    return clip, None if record["authored"] else procedural_frame(clip.rig)
+
+
 def rig_key(rig: Rig) -> str:
     digest = hashlib.sha1()
     digest.update("|".join(rig.names).encode())

@@ -8,7 +8,12 @@ attends
     (length-agnostic), plus a rest-pose anchor token that every frame sees (the rig's invariant),
   - to the condition tokens z_c[i] = z_text[i] + z_img + z_t (Kirin), each condition replaceable
     by a learned null for classifier-free guidance,
-and predicts the clean features x0.
+with every sub-layer's norm modulated (shift, scale, gate: DiT's adaptive LayerNorm) by one global
+condition z_g = z_t + z_sentence + z_img, where z_sentence is the prompt's MiniLM sentence vector
+(the masked mean of its token features). Cross-attention alone learned the prompt too slowly on
+this budget (v0 moved the same for "walks" and "gallops"); a pooled sentence vector is what MiniLM
+is trained to produce, and adaptive norms hand it to every token. The modulation starts at
+identity, so a model trained without it resumes unchanged. Predicts the clean features x0.
 """
 
 from __future__ import annotations
@@ -38,6 +43,12 @@ CONDITION_INPUTS = (
 NEG = -1e4  # additive mask: exp(-1e4) is zero in fp32 and bf16, without the NaNs of -inf rows
 
 
+def added_since_v0(name: str) -> bool:
+    """Parameters added after the first shipped model (the global condition); they start as the
+    identity, so weights without them load and compute exactly what they did."""
+    return name.startswith(("sentence.", "null_sentence")) or ".modulation." in name
+
+
 def timestep_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
     half = dim // 2
     freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32, device=t.device) / half)
@@ -65,10 +76,22 @@ class Attention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(batch, length, width))
 
 
+def modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Adaptive LayerNorm: x (B,...,w) normalised, then shifted and scaled per sample ((B,w) each)."""
+    view = (x.shape[0],) + (1,) * (x.dim() - 2) + (x.shape[-1],)
+    return x * (1.0 + scale.view(view)) + shift.view(view)
+
+
 class Block(nn.Module):
+    SUBLAYERS = 4  # spatial, temporal, cross, feed-forward: each gets shift, scale and gate
+
     def __init__(self, config: DenoiserConfig):
         super().__init__()
         w, h = config.width, config.heads
+        # Zero-initialised: every shift, scale and gate starts at 0 (the gates act as 1 + gate).
+        self.modulation = nn.Sequential(nn.SiLU(), nn.Linear(w, 3 * self.SUBLAYERS * w))
+        nn.init.zeros_(self.modulation[1].weight)
+        nn.init.zeros_(self.modulation[1].bias)
         self.norm_spatial = nn.LayerNorm(w)
         self.spatial = Attention(w, h)
         self.norm_temporal = nn.LayerNorm(w)
@@ -113,22 +136,27 @@ class Block(nn.Module):
         temporal_bias: torch.Tensor,
         context: torch.Tensor,
         context_bias: torch.Tensor,
+        condition: torch.Tensor,
     ) -> torch.Tensor:
         batch, frames, joints, width = x.shape
+        mod = self.modulation(condition).view(batch, self.SUBLAYERS, 3, width)
+        shift, scale, gate = mod[:, :, 0], mod[:, :, 1], 1.0 + mod[:, :, 2]
+        g = gate[:, :, None, None, :]  # (B,4,1,1,w) against (B,N,J,w)
         # Spatial: the joints of one frame token.
-        y = self.norm_spatial(x).reshape(batch * frames, joints, width)
+        y = modulate(self.norm_spatial(x), shift[:, 0], scale[:, 0]).reshape(batch * frames, joints, width)
         bias = (
             spatial_bias[:, None].expand(-1, frames, -1, -1, -1).reshape(batch * frames, -1, joints, joints)
         )
-        x = x + self.spatial(y, y, bias).view(batch, frames, joints, width)
+        x = x + g[:, 0] * self.spatial(y, y, bias).view(batch, frames, joints, width)
         # Temporal: one joint over time, anchor first.
-        y = self.norm_temporal(x).transpose(1, 2).reshape(batch * joints, frames, width)
+        y = modulate(self.norm_temporal(x), shift[:, 1], scale[:, 1])
+        y = y.transpose(1, 2).reshape(batch * joints, frames, width)
         y = self.temporal(y, y, temporal_bias[None]).view(batch, joints, frames, width).transpose(1, 2)
-        x = x + y
+        x = x + g[:, 1] * y
         # Cross-attention to the condition tokens.
-        y = self.norm_cross(x).reshape(batch, frames * joints, width)
-        x = x + self.cross(y, context, context_bias).view(batch, frames, joints, width)
-        return x + self.ffn(self.norm_ffn(x))
+        y = modulate(self.norm_cross(x), shift[:, 2], scale[:, 2]).reshape(batch, frames * joints, width)
+        x = x + g[:, 2] * self.cross(y, context, context_bias).view(batch, frames, joints, width)
+        return x + g[:, 3] * self.ffn(modulate(self.norm_ffn(x), shift[:, 3], scale[:, 3]))
 
 
 class Denoiser(nn.Module):
@@ -153,8 +181,10 @@ class Denoiser(nn.Module):
         self.anchor = nn.Sequential(nn.Linear(w, w), nn.GELU(), nn.Linear(w, w))
         self.time = nn.Sequential(nn.Linear(w, w), nn.GELU(), nn.Linear(w, w))
         self.text = nn.Linear(config.text_dim, w)
+        self.sentence = nn.Sequential(nn.Linear(config.text_dim, w), nn.GELU(), nn.Linear(w, w))
         self.image = nn.Linear(config.image_dim, w)
         self.null_text = nn.Parameter(torch.zeros(w))
+        self.null_sentence = nn.Parameter(torch.zeros(w))
         self.null_image = nn.Parameter(torch.zeros(w))
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.norm_out = nn.LayerNorm(w)
@@ -188,6 +218,9 @@ class Denoiser(nn.Module):
         z_img = image_on[:, None] * self.image(image) + (1.0 - image_on[:, None]) * self.null_image
         context = z_text + z_img[:, None] + z_t[:, None]  # z_c[i] = z_text[i] + z_img + z_t
         context_bias = torch.where(keep, 0.0, NEG)[:, None, None, :]
+        z_sentence = self.sentence(sentence_vector(text, text_mask))
+        z_sentence = text_on[:, None] * z_sentence + (1.0 - text_on[:, None]) * self.null_sentence
+        condition = z_t + z_sentence + z_img  # z_g: the global condition of the adaptive norms
 
         joint = self.joint(torch.cat([geometry, skin, self.name(names)], dim=-1))  # (B,J,w)
         h = self.input(x) + joint[:, None] + z_t[:, None, None]
@@ -196,8 +229,16 @@ class Denoiser(nn.Module):
         for block in self.blocks:
             spatial = block.spatial_mask(hops, edges, joint_mask)
             temporal = block.temporal_mask(tokens, x.device)
-            h = block(h, spatial, temporal, context, context_bias)
+            h = block(h, spatial, temporal, context, context_bias, condition)
         return self.output(self.norm_out(h[:, 1:]))
+
+
+def sentence_vector(text: torch.Tensor, text_mask: torch.Tensor) -> torch.Tensor:
+    """MiniLM's sentence embedding from its token features: the masked mean, L2-normalised (the
+    recipe of models/encoders.py and the evaluator's `sentence_vectors`)."""
+    mask = text_mask.to(text.dtype)[..., None]
+    pooled = (text * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+    return pooled / pooled.norm(dim=-1, keepdim=True).clamp(min=1e-12)
 
 
 def patchify(features: torch.Tensor, frames_per_token: int) -> torch.Tensor:

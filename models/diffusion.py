@@ -81,11 +81,23 @@ class Diffusion:
         noise: torch.Tensor | None = None,
         progress: Callable[[float], None] | None = None,
         hook: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        init: torch.Tensor | None = None,
+        strength: float = 1.0,
     ) -> torch.Tensor:
         """DDIM (Song et al.) over `steps` evenly spaced noise levels; known values (inpainting) are
-        imposed on every x0 prediction and on the result, so they come back exactly."""
-        times = torch.linspace(self.steps - 1, 0, steps).round().long()
+        imposed on every x0 prediction and on the result, so they come back exactly. With `init` (a
+        clean sample of `shape`), sampling starts from it noised to `strength` of the schedule
+        (SDEdit): strength 1 ignores it, 0.5 keeps its broad strokes; the steps shrink with it."""
         x = torch.randn(shape, generator=generator) if noise is None else noise.clone()
+        top = self.steps - 1
+        if init is not None:
+            if not 0.0 < strength <= 1.0:
+                raise ValueError(f"strength must lie in (0, 1], got {strength}")
+            top = max(1, round(strength * (self.steps - 1)))
+            steps = max(2, math.ceil(steps * strength))
+            ab = self._ab(torch.full((shape[0],), top, dtype=torch.long), x)
+            x = ab.sqrt() * init + (1 - ab).sqrt() * x
+        times = torch.linspace(top, 0, steps).round().long()
         x0 = x
         for i, t_now in enumerate(times):
             t = torch.full((shape[0],), int(t_now), dtype=torch.long)

@@ -210,6 +210,8 @@ class EvalConfig:
     smooth: float = 1.0  # Generate Motion's temporal smoothing (frames; 0: off)
     skin: bool = True  # give the model the rig's mesh (skinning-aware joint features) where there is one
     backend: str = "torch"  # or onnx
+    bank: str = ""  # a feature cache whose training clips guide generation (models/retrieval.py)
+    strength: float = 0.0  # where on the noise schedule a retrieved clip starts (0: as it is)
     seed: int = 0
     threads: int = 1
     rounds: int = 10  # R-Precision repetitions with new distractors
@@ -234,6 +236,7 @@ class _Row:
     physical: list[dict] = field(default_factory=list)
     groups: list[np.ndarray] = field(default_factory=list)
     seconds: float = 0.0
+    retrieved: int = 0  # generations that started from a retrieved clip
 
 
 def select_clips(cache, split: str, samples: int = 0, seed: int = 0) -> list[int]:
@@ -262,17 +265,12 @@ def select_clips(cache, split: str, samples: int = 0, seed: int = 0) -> list[int
 
 def _load_clip(cache, index: int, with_mesh: bool = False) -> _Clip:
     """The clip file behind a cache record, in the canonical frame the cache used."""
-    from ..kirin_addon.clip import load_clip
     from ..kirin_addon.skinning import load_mesh
-    from .dataset import procedural_frame
+    from .dataset import load_record_clip
     from .representation import canonical_rig
 
     record = cache.records[index]
-    path = Path(record["path"])
-    if not path.exists():
-        raise ValueError(f"The clip file {path} of cache {cache.folder} is gone; evaluation reads the clips")
-    clip = load_clip(path)
-    frame = None if record["authored"] else procedural_frame(clip.rig)
+    clip, frame = load_record_clip(cache, index)
     canon = canonical_rig(clip.rig, frame)
     mesh = None
     mesh_file = clip.metadata.get("mesh")
@@ -367,6 +365,12 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
         from .generator import MotionModel
 
         model = MotionModel.load(config.model, backend=config.backend)
+        bank = retrieval = None
+        if config.bank:
+            from .retrieval import MotionBank, RetrievalConfig
+
+            bank = MotionBank(cache if Path(config.bank) == Path(config.cache) else config.bank)
+            retrieval = RetrievalConfig(strength=config.strength)
         for row in generated:
             results[row] = _Row()
         for n, clip in enumerate(loaded):
@@ -389,7 +393,10 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
                     clean=config.clean,
                     image_feature=image if row != "text" else None,
                     smooth=config.smooth,
+                    bank=bank,
+                    retrieval=retrieval,
                 )
+                results[row].retrieved += "retrieved" in out[0].report
                 group = []
                 for v, sample in enumerate(out):
                     features, physical = _measure(clip, sample.motion, sample.features)
@@ -463,6 +470,8 @@ def _row_metrics(result: _Row, reference: np.ndarray, config: EvalConfig) -> dic
         out[name] = float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
     clean = {k: _clean_number(v) for k, v in out.items()}
     clean["clips"] = len(result.embeddings)
+    if result.retrieved:
+        clean["retrieved_share"] = round(result.retrieved / len(result.embeddings), 3)
     clean["seconds"] = round(result.seconds, 1)
     return clean
 

@@ -25,12 +25,28 @@ from ..kirin_addon.rotations import matrix_to_quat, quat_to_matrix
 from ..kirin_addon.skinning import SkinnedMesh
 from .config import DenoiserConfig, DiffusionConfig
 from .dataset import MAX_TOKENS
-from .denoiser import Denoiser, patchify, unpatchify
+from .denoiser import Denoiser, added_since_v0, patchify, unpatchify
 from .diffusion import Diffusion, Inpaint
 from .representation import CONTACT, CanonicalRig, canonical_rig, features_to_motion, motion_features
+from .retrieval import MotionBank, RetrievalConfig, fit_length, retime
 from .rig_features import EDGE_TYPES, MAX_HOPS, rig_features
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "weights" / "motion"
+# The clean-up locks a sampled contact only if that moves the foot at most this share of its leg's
+# length: farther, the contact label is wrong, and locking it drags the leg straight (the model card
+# has the R-Precision this costs and saves).
+LOCK_LIMIT = 0.3
+
+
+def load_weights(net: Denoiser, weights: dict[str, torch.Tensor]) -> None:
+    """Strict loading, except that weights from before the adaptive norms (denoiser.py) load too:
+    those layers start at identity, so such a model computes exactly what it did."""
+    missing, unexpected = net.load_state_dict(weights, strict=False)
+    added = [k for k in missing if not added_since_v0(k)]
+    if added or unexpected:
+        raise GenerationError(
+            f"The denoiser weights do not fit the model (missing {added[:3]}, unexpected {unexpected[:3]})"
+        )
 
 
 class GenerationError(ValueError):
@@ -92,7 +108,7 @@ class MotionModel:
         config = DenoiserConfig(**card["model"])
         diffusion = DiffusionConfig(**card["diffusion"])
         net = Denoiser(config)
-        net.load_state_dict(load_file(str(folder / "denoiser.safetensors")))
+        load_weights(net, load_file(str(folder / "denoiser.safetensors")))
         net.eval()
         runner = None
         if backend not in ("auto", "onnx", "torch"):
@@ -229,12 +245,16 @@ class MotionModel:
         sampler: str = "ddim",
         image_feature: np.ndarray | None = None,
         smooth: float = 1.0,
+        bank: MotionBank | None = None,
+        retrieval: RetrievalConfig | None = None,
     ) -> list[Generated]:
         """`variants` motions of `frames` frames for a prompt (None: image only) and/or a reference
         image (a path or pixels; or `image_feature`, the image encoder's output, precomputed).
         `keep` (a motion on the rig, same length) with `keep_frames` (indices) pins those frames
         (in-betweening). `loop` makes the last frame flow into the first. `smooth` (frames, a Gaussian
-        sigma) evens out the seams between the network's 8-frame tokens; 0 turns it off."""
+        sigma) evens out the seams between the network's 8-frame tokens; 0 turns it off. With a
+        `bank` (models/retrieval.py), a library clip that matches the prompt and fits the rig is
+        retargeted onto it and sampling starts from it (its report says which clip)."""
         if not 1 <= frames <= 2000:
             raise GenerationError(f"Frames must be between 1 and 2000, got {frames}.")
         if not 1 <= variants <= 16:
@@ -264,13 +284,36 @@ class MotionModel:
         generator = torch.Generator().manual_seed(int(seed))
         shape = (variants, total, joints, self.config.channels)
         noise = torch.randn(shape, generator=generator)
+        init, retrieved = None, []
+        retrieval = retrieval or RetrievalConfig()
+        if bank is not None and prompt is not None:
+            retrieved = bank.retrieve(
+                self.text_encoder.encode_sentences([prompt])[0],
+                prepared.rig,
+                prepared.canon.frame,
+                prepared.feet,
+                retrieval,
+                count=variants,
+            )
+        if retrieved:  # variant v starts from the v-th clip found (cycling when fewer were found)
+            references = []
+            for v in range(variants):
+                found = retrieved[v % len(retrieved)]
+                loops = bool(bank.cache.records[found.record].get("loop")) or loop
+                played = retime(found.motion, frames, loops)
+                references.append(fit_length(self._features(prepared, played), total, loops))
+            init = torch.from_numpy(np.stack(references))
         step_hook = None
         if loop:
 
             def step_hook(x0: torch.Tensor) -> torch.Tensor:
                 return crossfade_loop(x0, extra)
 
-        if sampler == "ancestral":  # the full-length reference sampler (benchmarks)
+        if init is not None and retrieval.strength <= 0.0:  # the retrieved clips as they are
+            x0 = step_hook(init) if step_hook is not None else init
+            if inpaint is not None:
+                x0 = torch.where(inpaint.mask, inpaint.values, x0)
+        elif sampler == "ancestral":  # the full-length reference sampler (benchmarks)
             x0 = self.diffusion.sample_ancestral(
                 predict, shape, guidance=guidance, generator=generator, inpaint=inpaint
             )
@@ -284,6 +327,8 @@ class MotionModel:
                 noise=noise,
                 progress=progress,
                 hook=step_hook,
+                init=init,
+                strength=retrieval.strength if init is not None else 1.0,
             )
         else:
             raise GenerationError(f"Unknown sampler {sampler!r} (ddim or ancestral)")
@@ -292,7 +337,7 @@ class MotionModel:
         x0 = x0[:, :frames]
         seconds = time.perf_counter() - started
         features = (x0 * self.std + self.mean).numpy().astype(np.float64)
-        if smooth > 0:
+        if smooth > 0 and not (retrieved and retrieval.strength <= 0.0):  # seams of the network's tokens
             kept = None if inpaint is None else np.flatnonzero(inpaint.mask[0, :frames, 0, 0].numpy())
             features = smooth_in_time(features, smooth, kept, wrap=loop)
         canon = prepared.canon
@@ -305,11 +350,26 @@ class MotionModel:
             )
             contacts = features[v][:, prepared.feet, CONTACT] > 0.5
             report = {"seconds_model": seconds / variants}
+            if retrieved:
+                found = retrieved[v % len(retrieved)]
+                report["retrieved"] = {
+                    "caption": found.caption,
+                    "score": round(found.score, 3),
+                    "mapped": round(found.mapped, 3),
+                    "strength": retrieval.strength,
+                }
             if clean and prepared.feet.size:
                 motion, report["cleanup"] = _clean(canon.rig, prepared.feet, motion, contacts)
             motion = from_canonical(canon, prepared.rig, motion)
             results.append(Generated(motion, features[v].astype(np.float32), contacts, int(seed) + v, report))
         return results
+
+    def _features(self, prepared: PreparedRig, motion: Motion) -> np.ndarray:
+        """A motion on the rig as the network's normalised features (T,J,C)."""
+        return self._normalise(motion_features(prepared.canon, prepared.rig, motion).features)
+
+    def _normalise(self, features: np.ndarray) -> np.ndarray:
+        return ((torch.from_numpy(np.asarray(features, np.float32)) - self.mean) / self.std).numpy()
 
     def _inpaint(
         self, prepared: PreparedRig, keep: Motion, keep_frames: np.ndarray | None, total: int, variants: int
@@ -318,15 +378,14 @@ class MotionModel:
         if keep.joint_count != prepared.rig.joint_count:
             raise GenerationError("The frames to keep are for a different rig.")
         clip = motion_features(prepared.canon, prepared.rig, keep)
-        feats = clip.features
+        feats = self._normalise(clip.features)
         count = min(len(feats), total)
         frames = np.arange(count) if keep_frames is None else np.asarray(keep_frames, dtype=np.int64)
         if frames.size and (frames.min() < 0 or frames.max() >= count):
             raise GenerationError(f"Frames to keep must lie in 0..{count - 1}.")
         values = torch.zeros(variants, total, keep.joint_count, self.config.channels)
         mask = torch.zeros_like(values, dtype=torch.bool)
-        normalised = (torch.from_numpy(feats[:count]) - self.mean) / self.std
-        values[:, :count] = normalised
+        values[:, :count] = torch.from_numpy(feats[:count])
         mask[:, frames] = True
         return Inpaint(values, mask), clip.start_yaw, clip.start_ground
 
@@ -382,5 +441,5 @@ def from_canonical(canon: CanonicalRig, rig: Rig, motion: Motion) -> Motion:
 def _clean(rig: Rig, feet: np.ndarray, motion: Motion, contacts: np.ndarray) -> tuple[Motion, dict]:
     from ..kirin_addon.cleanup import clean_motion
 
-    result = clean_motion(rig, motion, contacts=contacts, feet=feet)
+    result = clean_motion(rig, motion, contacts=contacts, feet=feet, max_lock=LOCK_LIMIT, confirm=True)
     return result.motion, result.summary()

@@ -77,6 +77,25 @@ def save_weights(
     (folder / "model.json").write_text(json.dumps(card, indent=2))
 
 
+def warm_start(
+    model: torch.nn.Module, path: str | Path, device: torch.device
+) -> tuple[np.ndarray, np.ndarray]:
+    """Load a checkpoint's EMA weights into `model` where names and shapes match (new parameters keep
+    their initialisation); returns the checkpoint's normalisation (mean, std), which the weights need."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"No checkpoint to start from at {path}")
+    state = torch.load(path, map_location=device, weights_only=True)
+    weights = state.get("ema", state.get("model"))
+    own = model.state_dict()
+    matching = {k: v for k, v in weights.items() if k in own and own[k].shape == v.shape}
+    skipped = sorted(set(weights) - set(matching))
+    if skipped:
+        raise ValueError(f"{path} does not fit this model (e.g. {skipped[0]}); warm starts only add layers")
+    model.load_state_dict(matching, strict=False)
+    return state["mean"].cpu().numpy(), state["std"].cpu().numpy()
+
+
 def train(config: TrainConfig, progress: bool = True) -> dict:
     rank, world = _distributed()
     device = (
@@ -135,6 +154,13 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
         rng = np.random.default_rng([config.seed, rank, 99, step])
         for b in batchers:
             b.rng = np.random.default_rng([config.seed, rank, step])
+    elif config.init:
+        kept = warm_start(model, config.init, device)
+        ema.load_state_dict(model.state_dict())
+        for c in caches:
+            c.mean, c.std = kept
+        mean = torch.tensor(kept[0], device=device)
+        std = torch.tensor(kept[1], device=device)
     first_step = step
     if rank == 0:
         (out / "config.json").write_text(json.dumps(asdict(config), indent=2))

@@ -236,3 +236,44 @@ def test_bad_input_is_refused_clearly() -> None:
     short = Motion(30.0, motion.root_positions, motion.rotations[:, :-1])
     with pytest.raises(ValueError, match="joints"):
         clean_motion(rig, short, None, feet)
+
+
+# ----------------------------------------------------------------------------- doubtful contacts
+def test_a_label_under_a_striding_foot_is_not_locked(walk) -> None:
+    """A sampler that says "planted" all the time (v0's contact channel did) must not pin the feet
+    for whole strides: with `confirm`, only frames where the foot is also low and slow are locked,
+    and `max_lock` leaves alone a run whose lock would drag the foot far."""
+    creature, clip, feet = walk
+    rig = creature.rig
+    always = np.ones_like(clip.contacts)
+    blind = clean_motion(rig, clip.motion, always, feet)
+    assert blind.contacts.all()
+    dragged = np.abs(joint_positions(rig, blind.motion) - joint_positions(rig, clip.motion)).max()
+    assert dragged > 0.1 * rig.body_size  # what the doubt is for: the legs were pulled far
+
+    confirmed = clean_motion(rig, clip.motion, always, feet, confirm=True)
+    # Swing frames of the clean walk are neither low nor slow (but near lift-off and touch-down):
+    # most are not contacts any more.
+    assert confirmed.contacts[~clip.contacts].mean() < 0.3
+    assert confirmed.contacts[clip.contacts].mean() > 0.8
+    moved = np.abs(joint_positions(rig, confirmed.motion) - joint_positions(rig, clip.motion)).max()
+    assert moved < 0.02 * rig.body_size
+
+    limited = clean_motion(rig, clip.motion, always, feet, max_lock=0.3)
+    assert not limited.contacts.any()  # every whole-clip run would move its foot a stride or more
+    assert any("left as sampled" in note for note in limited.notes)
+    assert np.abs(joint_positions(rig, limited.motion) - joint_positions(rig, clip.motion)).max() < 1e-6
+
+
+def test_plausible_contacts_keeps_small_slips_and_drops_far_locks() -> None:
+    from kirin.kirin_addon.cleanup import plausible_contacts
+
+    frames = 20
+    contacts = np.zeros((frames, 2), dtype=bool)
+    contacts[2:8], contacts[10:18] = True, True  # foot 0: a short run and a long one
+    feet = np.zeros((frames, 2, 3))
+    feet[:, 0, 0] = np.where(np.arange(frames) < 10, 0.001 * np.arange(frames), 0.1 * np.arange(frames))
+    feet[:, 1, 2] = 0.5  # foot 1 floats half a metre up during its runs
+    kept, dropped = plausible_contacts(contacts, feet, np.zeros(2), np.array([0.2, 0.2]))
+    assert kept[2:8, 0].all() and not kept[10:18, 0].any()  # the slip is kept, the slide is not
+    assert not kept[:, 1].any() and dropped == 3

@@ -202,3 +202,161 @@ def test_backend_choice(trained):
         MotionModel.load(root / "run", "onnx")
     with pytest.raises(GenerationError, match="Unknown backend"):
         MotionModel.load(root / "run", "tpu")
+
+
+# ----------------------------------------------------------------------------- retrieval from the library
+@pytest.fixture(scope="module")
+def bank(trained):
+    from kirin.models.retrieval import MotionBank
+
+    root, _, _ = trained
+    return MotionBank(root / "cache")
+
+
+def _train_record(bank, family: str) -> int:
+    from kirin.models.batching import usable
+
+    return next(
+        i for i, r in enumerate(bank.cache.records) if r["family"] == family and usable(r, "train")
+    )
+
+
+def test_bank_finds_the_clip_a_caption_describes(model_and_rig, bank):
+    model, _, _ = model_and_rig
+    index = _train_record(bank, "quadruped")
+    caption = bank.cache.captions[bank.cache.records[index]["captions"][0]]
+    vector = model.text_encoder.encode_sentences([caption])[0]
+    best_record, best_caption, score = bank.search(vector, count=3)[0]
+    assert bank.cache.captions[best_caption] == caption and score > 0.99
+    assert bank.cache.records[best_record]["action"] == bank.cache.records[index]["action"]
+    assert (bank.cache.folder / "sentences.npy").exists()  # computed once, kept beside the cache
+
+
+def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig, bank):
+    from kirin.models.retrieval import RetrievalConfig, fit_length, retime
+
+    model, creature, prepared = model_and_rig
+    index = _train_record(bank, "quadruped")
+    record = bank.cache.records[index]
+    caption = bank.cache.captions[record["captions"][0]]
+    vector = model.text_encoder.encode_sentences([caption])[0]
+    found = bank.retrieve(vector, creature.rig, prepared.canon.frame, prepared.feet, count=3)
+    assert found and found[0].score > 0.99
+    for item in found:  # only creatures with the rig's build
+        assert bank.cache.records[item.record]["family"] == "quadruped"
+        assert item.motion.joint_count == creature.rig.joint_count and item.mapped >= 0.7
+    bird = bank.cache.records[_train_record(bank, "bird")]
+    hopper = model.text_encoder.encode_sentences([bank.cache.captions[bird["captions"][0]]])[0]
+    for item in bank.retrieve(hopper, creature.rig, prepared.canon.frame, prepared.feet, count=3):
+        assert bank.cache.records[item.record]["family"] != "bird"  # two feet do not drive four
+
+    as_is = RetrievalConfig(strength=0.0)
+    out = model.generate(prepared, caption, frames=30, bank=bank, retrieval=as_is, clean=False)[0]
+    assert out.report["retrieved"]["caption"] == found[0].caption
+    loops = bool(bank.cache.records[found[0].record].get("loop"))
+    played = retime(found[0].motion, 30, loops)
+    expected = fit_length(model._features(prepared, played), 32, loops)[:30] * model.std.numpy()
+    assert np.abs(out.features - (expected + model.mean.numpy())).max() < 1e-4  # the clip, unchanged
+
+    edited = model.generate(
+        prepared, caption, frames=30, bank=bank, retrieval=RetrievalConfig(strength=0.5), steps=4, clean=False
+    )[0]
+    assert "retrieved" in edited.report and np.abs(edited.features - out.features).max() > 1e-3
+    strict = RetrievalConfig(min_score=1.01)  # nothing is that close: plain generation
+    plain = model.generate(prepared, caption, frames=30, bank=bank, retrieval=strict, steps=2, clean=False)[0]
+    assert "retrieved" not in plain.report
+
+
+def test_retime_plays_one_shots_to_length_and_keeps_loops():
+    from kirin.kirin_addon.motion import Motion
+    from kirin.models.retrieval import MAX_STRETCH, fit_length, retime
+
+    count = 40
+    root = np.zeros((count, 3))
+    root[:, 0] = np.linspace(0.0, 1.0, count)
+    motion = Motion(30.0, root, np.tile([1.0, 0.0, 0.0, 0.0], (count, 2, 1)))
+    faster = retime(motion, 30, loop=False)
+    assert faster.frame_count == 30 and faster.fps == 30.0
+    assert faster.root_positions[-1, 0] == pytest.approx(1.0)  # the whole action, played faster
+    slowest = retime(motion, 400, loop=False)
+    assert slowest.frame_count == round((count - 1) * MAX_STRETCH) + 1  # stretched no further
+    assert retime(motion, 30, loop=True) is motion
+    features = np.arange(4.0)[:, None, None] * np.ones((4, 2, 3))
+    assert fit_length(features, 6, loop=True)[:, 0, 0].tolist() == [0, 1, 2, 3, 0, 1]
+    assert fit_length(features, 6, loop=False)[:, 0, 0].tolist() == [0, 1, 2, 3, 3, 3]
+
+
+def test_ddim_from_a_clean_start_keeps_it_and_shortens_the_schedule():
+    from kirin.models.diffusion import Diffusion
+
+    diffusion = Diffusion(1000)
+    start = torch.randn(2, 16, 3, 5, generator=torch.Generator().manual_seed(0))
+    calls = []
+
+    def oracle(x, t, cond_on):  # a perfect x0 predictor for this one sample
+        calls.append(int(t[0]))
+        return start[: x.shape[0] // 2].repeat(2, 1, 1, 1) if x.shape[0] == 4 else start
+
+    out = diffusion.sample_ddim(oracle, tuple(start.shape), steps=10, guidance=2.0, init=start, strength=0.4)
+    assert torch.allclose(out, start, atol=1e-6)
+    assert len(calls) == 4 and max(calls) == round(0.4 * 999)  # ceil(10 · 0.4) steps from t = 400
+    with pytest.raises(ValueError, match="strength"):
+        diffusion.sample_ddim(oracle, tuple(start.shape), init=start, strength=0.0)
+
+
+def test_weights_from_before_the_global_condition_load_unchanged(tmp_path):
+    """v0 weights (no sentence path, no adaptive norms) load, and compute exactly what they did:
+    the new layers start at identity; a warm start from such a checkpoint does the same."""
+    from kirin.models.denoiser import added_since_v0
+    from kirin.models.export import example_inputs
+    from kirin.models.generator import load_weights
+    from kirin.models.train import warm_start
+
+    torch.manual_seed(0)
+    trained_net = Denoiser(TINY).eval()
+    with torch.no_grad():
+        for p in trained_net.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+        for name, p in trained_net.named_parameters():
+            if ".modulation." in name:
+                p.zero_()  # what a v0 model computes
+    old = {k: v for k, v in trained_net.state_dict().items() if not added_since_v0(k)}
+    assert len(old) < len(trained_net.state_dict())
+    inputs = example_inputs(trained_net, 2, 3, 6, 9)
+    with torch.no_grad():
+        expected = trained_net(**inputs)
+    loaded = Denoiser(TINY).eval()
+    load_weights(loaded, old)
+    with torch.no_grad():
+        assert (loaded(**inputs) - expected).abs().max() < 1e-6
+    path = tmp_path / "checkpoint.pt"
+    torch.save({"ema": old, "mean": torch.zeros(CHANNELS), "std": torch.ones(CHANNELS)}, path)
+    warm = Denoiser(TINY).eval()
+    mean, std = warm_start(warm, path, torch.device("cpu"))
+    with torch.no_grad():
+        assert (warm(**inputs) - expected).abs().max() < 1e-6
+    assert mean.shape == (CHANNELS,) and std.min() == 1.0
+    with pytest.raises(GenerationError, match="do not fit"):
+        load_weights(Denoiser(TINY), {k: v for k, v in old.items() if not k.startswith("output.")})
+
+
+def test_the_sentence_reaches_every_token():
+    """With the adaptive norms trained away from identity, two prompts that differ give different
+    motions even with cross-attention switched off (the global path alone carries the sentence)."""
+    from kirin.models.export import example_inputs
+
+    torch.manual_seed(1)
+    net = Denoiser(TINY).eval()
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+        for block in net.blocks:
+            block.cross.out.weight.zero_()
+            block.cross.out.bias.zero_()
+    inputs = example_inputs(net, 1, 3, 6, 9)
+    other = dict(inputs, text=inputs["text"] + torch.randn_like(inputs["text"]))
+    with torch.no_grad():
+        assert (net(**inputs) - net(**other)).abs().max() > 1e-4
+        off = dict(inputs, text_on=torch.zeros(1))
+        off_other = dict(other, text_on=torch.zeros(1))
+        assert (net(**off) - net(**off_other)).abs().max() < 1e-6  # no text: the prompt is ignored

@@ -1,0 +1,160 @@
+"""Retrieval from a motion library, to guide generation (ReMoDiffuse's idea, kept simple).
+
+Nearest-neighbour retrieval by caption beats a small diffusion model trained on a 2-core budget on
+many prompts (models/weights/motion/MODEL_CARD.md). So Generate Motion does not have to be worse:
+when a library clip's caption is close to the prompt and that clip's creature has the rig's
+build (same number of feet, most joints mapped), the clip is retargeted onto the rig
+(kirin_addon/retarget.py) and generation starts from it, noised part-way (SDEdit in
+`Diffusion.sample_ddim`). The network then reshapes it for this rig, prompt and image; where
+nothing fits, generation starts from pure noise as before.
+
+The bank is a feature cache (models/dataset.py: captions, their MiniLM token features, clip
+paths and splits) whose clip files are still on disk; only its training clips are searched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..kirin_addon.canonical import CanonicalFrame
+from ..kirin_addon.motion import Motion
+from ..kirin_addon.rig import Rig
+from .batching import usable
+from .dataset import FeatureCache, load_record_clip
+from .evaluator import sentence_vectors
+
+MAX_STRETCH = 1.5  # a one-shot clip may be played up to this much faster or slower to fit the length
+SENTENCES_FILE = "sentences.npy"  # the bank's caption sentence vectors, written into the cache once
+
+
+@dataclass
+class RetrievalConfig:
+    min_score: float = 0.6  # cosine between MiniLM sentence vectors of the prompt and a caption
+    min_mapped: float = 0.7  # share of the rig's joints the joint mapping must reach
+    candidates: int = 8  # best captions tried, in order, until one's creature fits the rig
+    # How far along the noise schedule generation starts from the retrieved clip (SDEdit): 0 takes
+    # the clip as it is (cleaned up), 1 ignores it. Measured in the model card: the v0 network
+    # loses R-Precision even at 0.02 (its x0 at low noise is not yet the identity), so 0 for now.
+    strength: float = 0.0
+
+
+@dataclass
+class Retrieved:
+    record: int  # index into the bank's cache records
+    caption: str
+    score: float
+    motion: Motion  # retargeted onto the rig, in the rig's own space
+    mapped: float  # share of the rig's joints that follow a joint of the clip
+
+
+class MotionBank:
+    """The training clips of a feature cache, searchable by caption."""
+
+    def __init__(self, cache: FeatureCache | str | Path, split: str = "train"):
+        self.cache = cache if isinstance(cache, FeatureCache) else FeatureCache(cache)
+        owners, ids = [], []
+        for i, record in enumerate(self.cache.records):
+            if usable(record, split):
+                owners += [i] * len(record["captions"])
+                ids += record["captions"]
+        if not ids:
+            raise ValueError(f"No {split} clips with captions in {self.cache.folder}")
+        self.owners = np.asarray(owners, dtype=np.int64)
+        self.caption_ids = np.asarray(ids, dtype=np.int64)
+        self.vectors = self._sentences()[self.caption_ids]
+
+    def _sentences(self) -> np.ndarray:
+        """Every caption's sentence vector, computed once and kept beside the cache (fp16)."""
+        path = self.cache.folder / SENTENCES_FILE
+        if path.exists():
+            vectors = np.load(path)
+            if len(vectors) == len(self.cache.captions):
+                return vectors.astype(np.float32)
+        vectors = sentence_vectors(self.cache.text_tokens, self.cache.text_masks)
+        try:
+            np.save(path, vectors.astype(np.float16))
+        except OSError:
+            pass  # a read-only cache is searched all the same, just computed each time
+        return vectors
+
+    def search(self, vector: np.ndarray, count: int = 8) -> list[tuple[int, int, float]]:
+        """The `count` clips whose best caption is closest to a sentence vector: (record, caption id,
+        cosine), best first."""
+        scores = self.vectors @ np.asarray(vector, np.float32).reshape(-1)
+        best: dict[int, tuple[int, float]] = {}
+        for k in np.argsort(-scores):
+            owner = int(self.owners[k])
+            if owner not in best:
+                best[owner] = (int(self.caption_ids[k]), float(scores[k]))
+                if len(best) == count:
+                    break
+        return [(owner, caption, score) for owner, (caption, score) in best.items()]
+
+    def retrieve(
+        self,
+        vector: np.ndarray,
+        rig: Rig,
+        frame: CanonicalFrame,
+        feet: np.ndarray,
+        config: RetrievalConfig | None = None,
+        count: int = 1,
+    ) -> list[Retrieved]:
+        """Up to `count` best-captioned clips whose creature fits the rig, retargeted onto it, best
+        first; none when no caption is close enough or no close clip's creature has the rig's build."""
+        from ..kirin_addon.retarget import retarget
+        from .representation import canonical_rig
+
+        config = config or RetrievalConfig()
+        found: list[Retrieved] = []
+        for record, caption, score in self.search(vector, max(config.candidates, count)):
+            if score < config.min_score:
+                break
+            clip, source_frame = load_record_clip(self.cache, record)
+            source = canonical_rig(clip.rig, source_frame)
+            try:
+                result = retarget(clip.rig, clip.motion, rig, source_frame=source.frame, target_frame=frame)
+            except ValueError:
+                continue
+            mapped = result.mapped_count / rig.joint_count
+            fits = _feet_follow_feet(result.mapping, rig, feet, clip.rig, source.feet)
+            if mapped < config.min_mapped or not fits:
+                continue  # a biped's walk on a quadruped (hands as front feet) is no guide
+            found.append(Retrieved(record, self.cache.captions[caption], score, result.motion, mapped))
+            if len(found) == count:
+                break
+        return found
+
+
+def _feet_follow_feet(
+    mapping: dict[str, str | None], rig: Rig, feet: np.ndarray, source: Rig, source_feet: np.ndarray
+) -> bool:
+    """Every foot of the rig follows a foot of the source (or the joint just above or below one).
+    Foot counts alone would not do: a long tail's tip may count as a foot on one creature only."""
+    near = set()
+    for foot in np.asarray(source_feet).reshape(-1):
+        near |= {int(foot), int(source.parents[foot]), *(int(c) for c in source.children[foot])}
+    names = {source.names[j] for j in near if j >= 0}
+    return all(mapping.get(rig.names[int(j)]) in names for j in np.asarray(feet).reshape(-1))
+
+
+def retime(motion: Motion, frames: int, loop: bool) -> Motion:
+    """A one-shot clip (lying down, a jump) played faster or slower, within MAX_STRETCH, so that it
+    ends near `frames`: cut short it would not finish, held it would stand still. Loops are kept."""
+    if loop or motion.frame_count < 2:
+        return motion
+    ratio = float(np.clip((frames - 1) / (motion.frame_count - 1), 1 / MAX_STRETCH, MAX_STRETCH))
+    played = motion.resampled(motion.fps * ratio)
+    return Motion(motion.fps, played.root_positions, played.rotations, played.translations)
+
+
+def fit_length(features: np.ndarray, frames: int, loop: bool) -> np.ndarray:
+    """(T,J,C) → (frames,J,C): cut, or lengthened by repeating a looping clip or holding the last
+    frame's features (its velocities carry on) of a clip that does not loop."""
+    if len(features) >= frames:
+        return features[:frames]
+    if loop:
+        return np.resize(features, (frames,) + features.shape[1:])
+    return np.concatenate([features, np.repeat(features[-1:], frames - len(features), axis=0)])
