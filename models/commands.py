@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from dataclasses import fields, is_dataclass
 
 from .config import TrainConfig, from_dict, load_config
@@ -144,6 +145,20 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def bank_build(args: argparse.Namespace) -> int:
+    import torch
+
+    from .retrieval import build_bank
+
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    cache = build_bank(
+        args.out, clips=args.clips, seed=args.seed, workers=args.workers, progress=not args.quiet
+    )
+    print(json.dumps({"bank": str(cache), "seconds": round(time.perf_counter() - started, 1)}))
+    return 0
+
+
 def add_parsers(sub, data_sub) -> None:
     """Register the torch-side subcommands on the `kirin` parser (arguments only; nothing imported)."""
     c = data_sub.add_parser("cache", help="features of clip folders for training (needs torch)")
@@ -181,6 +196,17 @@ def add_parsers(sub, data_sub) -> None:
     v.add_argument("--set", action="append", help="override a config key: --set lr=5e-4 or model.width=96")
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(func=eval_train)
+    b = sub.add_parser("bank", help="the library Generate Motion retrieves from").add_subparsers(
+        dest="bank_command", required=True
+    )
+    bb = b.add_parser("build", help="build the default bank (a procedural library and its feature cache)")
+    bb.add_argument("--out", help="folder (default: $KIRIN_BANK or ~/.cache/kirin/bank)")
+    bb.add_argument("--clips", type=int, default=1200)
+    bb.add_argument("--seed", type=int, default=7)
+    bb.add_argument("--workers", type=int, default=2)
+    bb.add_argument("--threads", type=int, default=1, help="torch threads for the encoders")
+    bb.add_argument("--quiet", action="store_true")
+    bb.set_defaults(func=bank_build)
     r = sub.add_parser("eval", help="Kirin's evaluation table (R-Precision, FID, ...) of a motion model")
     r.add_argument("--model", help="motion model folder; without it only ground truth and retrieval rows")
     r.add_argument("--cache", required=True, help="feature cache whose clips are evaluated")

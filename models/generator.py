@@ -28,7 +28,7 @@ from .dataset import MAX_TOKENS
 from .denoiser import Denoiser, added_since_v0, patchify, unpatchify
 from .diffusion import Diffusion, Inpaint
 from .representation import CONTACT, CanonicalRig, canonical_rig, features_to_motion, motion_features
-from .retrieval import MotionBank, RetrievalConfig, fit_length, retime
+from .retrieval import MotionBank, RetrievalConfig, fit_length, open_default_bank, retime
 from .rig_features import EDGE_TYPES, MAX_HOPS, rig_features
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "weights" / "motion"
@@ -93,11 +93,16 @@ class MotionModel:
         self.backend = "onnxruntime" if runner is not None else "torch"
         self._text = None
         self._image: dict[str | None, object] = {}
+        self.bank: MotionBank | None = None  # the library generation retrieves from (models/retrieval.py)
 
     @classmethod
-    def load(cls, folder: str | Path = DEFAULT_MODEL, backend: str = "torch") -> MotionModel:
+    def load(
+        cls, folder: str | Path = DEFAULT_MODEL, backend: str = "torch", bank: str | Path | None = None
+    ) -> MotionModel:
         """`backend`: "onnx" (onnxruntime: CUDA when present, else CPU), "torch", or "auto" (ONNX when
-        the folder has it and onnxruntime runs, else torch)."""
+        the folder has it and onnxruntime runs, else torch). `bank`: a feature cache to retrieve
+        from, "default" for the default bank when it has been built (`kirin bank build`; what Generate
+        Motion uses), or None (plain generation)."""
         from safetensors.torch import load_file
 
         folder = Path(folder)
@@ -123,7 +128,7 @@ class MotionModel:
                 if backend == "onnx":
                     raise GenerationError(f"Cannot run the ONNX denoiser: {exc}") from exc
                 runner = None  # auto: torch is the fallback
-        return cls(
+        model = cls(
             net,
             config,
             diffusion,
@@ -132,6 +137,14 @@ class MotionModel:
             card.get("fps", 30.0),
             runner,
         )
+        if bank == "default":
+            model.bank = open_default_bank()
+        elif bank is not None:
+            try:
+                model.bank = MotionBank(bank)
+            except ValueError as exc:
+                raise GenerationError(f"Cannot use the motion bank {bank}: {exc}") from exc
+        return model
 
     # ------------------------------------------------------------------ encoders
     @property
@@ -253,8 +266,9 @@ class MotionModel:
         `keep` (a motion on the rig, same length) with `keep_frames` (indices) pins those frames
         (in-betweening). `loop` makes the last frame flow into the first. `smooth` (frames, a Gaussian
         sigma) evens out the seams between the network's 8-frame tokens; 0 turns it off. With a
-        `bank` (models/retrieval.py), a library clip that matches the prompt and fits the rig is
-        retargeted onto it and sampling starts from it (its report says which clip)."""
+        `bank` (models/retrieval.py; None: the model's own `bank`), a library clip that matches the
+        prompt and fits the rig is retargeted onto it and sampling starts from it (the report says
+        which clip); `retrieval` tunes that or turns it off."""
         if not 1 <= frames <= 2000:
             raise GenerationError(f"Frames must be between 1 and 2000, got {frames}.")
         if not 1 <= variants <= 16:
@@ -286,7 +300,8 @@ class MotionModel:
         noise = torch.randn(shape, generator=generator)
         init, retrieved = None, []
         retrieval = retrieval or RetrievalConfig()
-        if bank is not None and prompt is not None:
+        bank = self.bank if bank is None else bank
+        if bank is not None and prompt is not None and retrieval.enabled:
             retrieved = bank.retrieve(
                 self.text_encoder.encode_sentences([prompt])[0],
                 prepared.rig,

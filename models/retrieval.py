@@ -10,10 +10,14 @@ nothing fits, generation starts from pure noise as before.
 
 The bank is a feature cache (models/dataset.py: captions, their MiniLM token features, clip
 paths and splits) whose clip files are still on disk; only its training clips are searched.
+`build_bank` makes the default one (a procedural library, every clip searchable) where
+`default_bank_folder` says; `kirin bank build` runs it, and any cache of the user's own library
+(authored clips ingested with `kirin data ingest`) can serve instead.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,10 +32,51 @@ from .evaluator import sentence_vectors
 
 MAX_STRETCH = 1.5  # a one-shot clip may be played up to this much faster or slower to fit the length
 SENTENCES_FILE = "sentences.npy"  # the bank's caption sentence vectors, written into the cache once
+BANK_ENV = "KIRIN_BANK"  # overrides where the default bank lives
+BANK_CLIPS = 1200  # default bank size: ≈150 procedural creatures, every family and action
+BANK_SEED = 7
+
+
+def default_bank_folder() -> Path:
+    """$KIRIN_BANK, else ~/.cache/kirin/bank (XDG_CACHE_HOME respected): the bank's library and cache."""
+    if os.environ.get(BANK_ENV):
+        return Path(os.environ[BANK_ENV])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "kirin" / "bank"
+
+
+def build_bank(
+    folder: str | Path | None = None,
+    clips: int = BANK_CLIPS,
+    seed: int = BANK_SEED,
+    workers: int = 2,
+    progress: bool = True,
+) -> Path:
+    """A procedural library under `folder`/library and its feature cache under `folder`/cache (the
+    bank: every clip searchable, no held-out splits); returns the cache folder."""
+    from ..kirin_addon.library import BuildConfig, build_library
+    from .dataset import build_cache
+    from .encoders import load_image_encoder, load_text_encoder
+
+    folder = Path(folder) if folder else default_bank_folder()
+    config = BuildConfig(clips=clips, seed=seed, test_fraction=0.0, zero_shot_family="", workers=workers)
+    build_library(folder / "library", config, progress=progress)
+    build_cache(
+        [folder / "library"], folder / "cache", load_text_encoder(), load_image_encoder(), progress=progress
+    )
+    MotionBank(folder / "cache")  # computes and keeps the sentence vectors now, not at first use
+    return folder / "cache"
+
+
+def open_default_bank() -> MotionBank | None:
+    """The default bank when it has been built (`kirin bank build`), else None."""
+    cache = default_bank_folder() / "cache"
+    return MotionBank(cache) if (cache / "clips.json").exists() else None
 
 
 @dataclass
 class RetrievalConfig:
+    enabled: bool = True  # False: plain generation even when a bank is at hand
     min_score: float = 0.6  # cosine between MiniLM sentence vectors of the prompt and a caption
     min_mapped: float = 0.7  # share of the rig's joints the joint mapping must reach
     candidates: int = 8  # best captions tried, in order, until one's creature fits the rig

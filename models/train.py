@@ -247,7 +247,7 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
             save()
         if config.max_seconds and time.perf_counter() - started > config.max_seconds:
             break
-        if not math.isfinite(float(losses["total"])):
+        if not math.isfinite(float(losses["total"].detach())):
             raise FloatingPointError(f"Loss became {float(losses['total'])} at step {step}")
     save()
     if log:

@@ -360,3 +360,19 @@ def test_the_sentence_reaches_every_token():
         off = dict(inputs, text_on=torch.zeros(1))
         off_other = dict(other, text_on=torch.zeros(1))
         assert (net(**off) - net(**off_other)).abs().max() < 1e-6  # no text: the prompt is ignored
+
+
+def test_default_bank_is_built_found_and_used(trained, tmp_path, monkeypatch):
+    from kirin.models.retrieval import build_bank, default_bank_folder, open_default_bank
+
+    root, _, _ = trained
+    monkeypatch.setenv("KIRIN_BANK", str(tmp_path / "bank"))
+    assert default_bank_folder() == tmp_path / "bank" and open_default_bank() is None
+    assert MotionModel.load(root / "run", bank="default").bank is None  # not built: plain generation
+    cache = build_bank(clips=8, seed=5, workers=1, progress=False)
+    records = FeatureCache(cache).records
+    assert len(records) == 8 and all(r["split"] == "train" for r in records)  # every clip searchable
+    model = MotionModel.load(root / "run", bank="default")
+    assert model.bank is not None and model.bank.cache.folder == cache
+    with pytest.raises(GenerationError, match="motion bank"):
+        MotionModel.load(root / "run", bank=tmp_path / "nowhere")
