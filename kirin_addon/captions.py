@@ -425,6 +425,23 @@ _HELDOUT_DIRECTION_PHRASES: dict[str, tuple[bool, tuple[str, ...]]] = {
     "in place": (_LONG, ("without going anywhere", "while staying put")),
 }
 _TURN_PHRASES = {"left": ("to the left", "left", "leftward"), "right": ("to the right", "right", "rightward")}
+
+def stated_direction(text: str) -> str | None:
+    """The direction of travel a sentence states, as a DIRECTIONS entry ("a dog walks backwards"
+    → "backward"; "veering left" → "turning left"), or None when it names none. The longest
+    phrase wins ("while turning left" over "left"), so turns are not read as sideways moves."""
+    words = " " + re.sub(r"[^a-z]+", " ", text.lower()) + " "
+    phrases = []
+    for table in (_DIRECTION_PHRASES, _HELDOUT_DIRECTION_PHRASES):
+        for direction, (_, forms) in table.items():
+            phrases += [(form.replace("{its}", "its"), direction) for form in forms]
+    for side in ("left", "right"):
+        phrases += [(f"turning {side}", f"turning {side}"), (f"veering {side}", f"turning {side}")]
+    for phrase, direction in sorted(phrases, key=lambda item: -len(item[0])):
+        if f" {phrase} " in words:
+            return direction
+    return None
+
 _HELDOUT_TURN_PHRASES = {"left": ("toward {its} left side",), "right": ("toward {its} right side",)}
 _DIRECTION_TAGS = {"turning left": "turn-left", "turning right": "turn-right", "in a circle": "circle",
                    "in place": "in-place"}

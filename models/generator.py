@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..kirin_addon.canonical import CanonicalFrame
+from ..kirin_addon.captions import stated_direction
 from ..kirin_addon.motion import Motion, motion_from_world_deltas, world_deltas
 from ..kirin_addon.rig import Rig
 from ..kirin_addon.rotations import matrix_to_quat, quat_to_matrix
@@ -309,6 +310,7 @@ class MotionModel:
                 prepared.feet,
                 retrieval,
                 count=variants,
+                direction=stated_direction(prompt),
             )
         if retrieved:  # variant v starts from the v-th clip found (cycling when fewer were found)
             references = []

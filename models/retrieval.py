@@ -29,7 +29,9 @@ from ..kirin_addon.rig import Rig
 from .batching import usable
 from .dataset import FeatureCache, load_record_clip
 from .evaluator import sentence_vectors
+from .representation import CanonicalRig, canonical_rig
 
+MIDLINE = 0.05  # body sizes from the midline: a foot nearer than this is a tail tip, not a leg
 MAX_STRETCH = 1.5  # a one-shot clip may be played up to this much faster or slower to fit the length
 SENTENCES_FILE = "sentences.npy"  # the bank's caption sentence vectors, written into the cache once
 BANK_ENV = "KIRIN_BANK"  # overrides where the default bank lives
@@ -146,11 +148,14 @@ class MotionBank:
         feet: np.ndarray,
         config: RetrievalConfig | None = None,
         count: int = 1,
+        direction: str | None = None,
     ) -> list[Retrieved]:
         """Up to `count` best-captioned clips whose creature fits the rig, retargeted onto it, best
-        first; none when no caption is close enough or no close clip's creature has the rig's build."""
+        first; none when no caption is close enough or no close clip's creature has the rig's build.
+        `direction` (kirin_addon.captions.DIRECTIONS, e.g. from `stated_direction` of the prompt):
+        clips travelling another way are passed over — sentence vectors barely tell "forward" from
+        "backwards"."""
         from ..kirin_addon.retarget import retarget
-        from .representation import canonical_rig
 
         config = config or RetrievalConfig()
         found: list[Retrieved] = []
@@ -158,13 +163,15 @@ class MotionBank:
             if score < config.min_score:
                 break
             clip, source_frame = load_record_clip(self.cache, record)
+            if not _same_travel(direction, clip.metadata):
+                continue
             source = canonical_rig(clip.rig, source_frame)
             try:
                 result = retarget(clip.rig, clip.motion, rig, source_frame=source.frame, target_frame=frame)
             except ValueError:
                 continue
             mapped = result.mapped_count / rig.joint_count
-            fits = _feet_follow_feet(result.mapping, rig, feet, clip.rig, source.feet)
+            fits = _feet_follow_feet(result.mapping, rig, feet, source)
             if mapped < config.min_mapped or not fits:
                 continue  # a biped's walk on a quadruped (hands as front feet) is no guide
             found.append(Retrieved(record, self.cache.captions[caption], score, result.motion, mapped))
@@ -173,16 +180,43 @@ class MotionBank:
         return found
 
 
+_TRAVEL = {"turning left": "left", "turning right": "right", "in a circle": "circle", "in place": None}
+
+
+def _same_travel(direction: str | None, metadata: dict) -> bool:
+    """Whether a clip travels the way a prompt says (True when either says nothing or the clip
+    stays in place)."""
+    wanted = _TRAVEL.get(direction, direction)
+    travels = _TRAVEL.get(metadata.get("direction"), metadata.get("direction"))
+    moving = bool(metadata.get("speed") or 0.0)
+    return not (wanted and travels and moving) or wanted == travels
+
+
 def _feet_follow_feet(
-    mapping: dict[str, str | None], rig: Rig, feet: np.ndarray, source: Rig, source_feet: np.ndarray
+    mapping: dict[str, str | None], rig: Rig, feet: np.ndarray, source: CanonicalRig
 ) -> bool:
-    """Every foot of the rig follows a foot of the source (or the joint just above or below one).
-    Foot counts alone would not do: a long tail's tip may count as a foot on one creature only."""
-    near = set()
-    for foot in np.asarray(source_feet).reshape(-1):
-        near |= {int(foot), int(source.parents[foot]), *(int(c) for c in source.children[foot])}
-    names = {source.names[j] for j in near if j >= 0}
-    return all(mapping.get(rig.names[int(j)]) in names for j in np.asarray(feet).reshape(-1))
+    """The clip's creature has the rig's build: every foot of the rig follows a foot of the clip's
+    creature, and every foot of the clip's creature off the midline (a leg, not a tail tip that
+    happens to touch the ground) drives a foot of the rig — a bear's front paws may not become a
+    knight's hands. "Foot" includes the joint just above or below it (rigs split ankles differently)."""
+
+    def around(r: Rig, joints: np.ndarray) -> list[set[str]]:
+        out = []
+        for j in np.asarray(joints).reshape(-1):
+            near = {int(j), int(r.parents[j]), *(int(c) for c in r.children[j])}
+            out.append({r.names[k] for k in near if k >= 0})
+        return out
+
+    source_feet = around(source.rig, source.feet)
+    names = set().union(*source_feet) if source_feet else set()
+    if not all(mapping.get(rig.names[int(j)]) in names for j in np.asarray(feet).reshape(-1)):
+        return False
+    followed = {mapping.get(name) for group in around(rig, feet) for name in group}
+    for foot, group in zip(np.asarray(source.feet).reshape(-1), source_feet, strict=True):
+        lateral = abs(source.rig.heads[foot, 0]) > MIDLINE * source.rig.body_size
+        if lateral and not group & followed:
+            return False
+    return True
 
 
 def retime(motion: Motion, frames: int, loop: bool) -> Motion:

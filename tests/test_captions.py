@@ -296,3 +296,16 @@ def test_validation() -> None:
     with pytest.raises(ValueError):
         MotionDescription("wolf", "mammal", "walk")
     assert MotionDescription("wolf", "quadruped", "walk", manner="happily").manner == ("happily",)
+
+
+def test_stated_direction_reads_the_way_a_prompt_travels() -> None:
+    from kirin.kirin_addon.captions import DIRECTIONS, stated_direction
+
+    assert stated_direction("A dog walks backwards, then sits.") == "backward"
+    assert stated_direction("a wolf trotting forward") == "forward"
+    assert stated_direction("The horse gallops while turning left") == "turning left"  # not "left"
+    assert stated_direction("A snake slithers round and round.") == "in a circle"
+    assert stated_direction("The crab scuttles over to its right") == "right"
+    assert stated_direction("A cat sits down.") is None
+    assert stated_direction("The fox leftovers") is None  # whole words only
+    assert all(stated_direction(f"it moves {d}") == d for d in DIRECTIONS)

@@ -376,3 +376,14 @@ def test_default_bank_is_built_found_and_used(trained, tmp_path, monkeypatch):
     assert model.bank is not None and model.bank.cache.folder == cache
     with pytest.raises(GenerationError, match="motion bank"):
         MotionModel.load(root / "run", bank=tmp_path / "nowhere")
+
+
+def test_retrieval_passes_over_clips_travelling_another_way():
+    from kirin.models.retrieval import _same_travel
+
+    walk_back = {"direction": "backward", "speed": 1.0}
+    assert not _same_travel("forward", walk_back)
+    assert _same_travel("backward", walk_back) and _same_travel(None, walk_back)
+    assert _same_travel("turning left", {"direction": "left", "speed": 0.8})  # the library's "left" turns
+    assert _same_travel("forward", {"direction": "forward", "speed": 0.0})
+    assert _same_travel("backward", {"direction": "forward", "speed": 0.0})  # in place: nothing to contradict
