@@ -37,6 +37,7 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "weights" / "motion"
 # length: farther, the contact label is wrong, and locking it drags the leg straight (the model card
 # has the R-Precision this costs and saves).
 LOCK_LIMIT = 0.3
+KEEP_STRENGTH = 0.6  # a retrieved clip under kept frames (in-betweening) starts this far along the noise
 
 
 def load_weights(net: Denoiser, weights: dict[str, torch.Tensor]) -> None:
@@ -320,16 +321,16 @@ class MotionModel:
                 played = retime(found.motion, frames, loops)
                 references.append(fit_length(self._features(prepared, played), total, loops))
             init = torch.from_numpy(np.stack(references))
+        # Kept frames spliced into a clip as it is would jump at their edges: the network blends them.
+        strength = max(retrieval.strength, KEEP_STRENGTH) if inpaint is not None else retrieval.strength
         step_hook = None
         if loop:
 
             def step_hook(x0: torch.Tensor) -> torch.Tensor:
                 return crossfade_loop(x0, extra)
 
-        if init is not None and retrieval.strength <= 0.0:  # the retrieved clips as they are
+        if init is not None and strength <= 0.0:  # the retrieved clips as they are
             x0 = step_hook(init) if step_hook is not None else init
-            if inpaint is not None:
-                x0 = torch.where(inpaint.mask, inpaint.values, x0)
         elif sampler == "ancestral":  # the full-length reference sampler (benchmarks)
             x0 = self.diffusion.sample_ancestral(
                 predict, shape, guidance=guidance, generator=generator, inpaint=inpaint
@@ -345,7 +346,7 @@ class MotionModel:
                 progress=progress,
                 hook=step_hook,
                 init=init,
-                strength=retrieval.strength if init is not None else 1.0,
+                strength=strength if init is not None else 1.0,
             )
         else:
             raise GenerationError(f"Unknown sampler {sampler!r} (ddim or ancestral)")
@@ -354,7 +355,7 @@ class MotionModel:
         x0 = x0[:, :frames]
         seconds = time.perf_counter() - started
         features = (x0 * self.std + self.mean).numpy().astype(np.float64)
-        if smooth > 0 and not (retrieved and retrieval.strength <= 0.0):  # seams of the network's tokens
+        if smooth > 0 and not (retrieved and strength <= 0.0):  # seams of the network's tokens
             kept = None if inpaint is None else np.flatnonzero(inpaint.mask[0, :frames, 0, 0].numpy())
             features = smooth_in_time(features, smooth, kept, wrap=loop)
         canon = prepared.canon
@@ -373,7 +374,7 @@ class MotionModel:
                     "caption": found.caption,
                     "score": round(found.score, 3),
                     "mapped": round(found.mapped, 3),
-                    "strength": retrieval.strength,
+                    "strength": strength,
                 }
             if clean and prepared.feet.size:
                 motion, report["cleanup"] = _clean(canon.rig, prepared.feet, motion, contacts)

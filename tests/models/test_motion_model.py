@@ -262,6 +262,14 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
         prepared, caption, frames=30, bank=bank, retrieval=RetrievalConfig(strength=0.5), steps=4, clean=False
     )[0]
     assert "retrieved" in edited.report and np.abs(edited.features - out.features).max() > 1e-3
+    # In-betweening: the network blends the kept frames into the retrieved clip; they come back exact.
+    frames = np.array([0, 1, 2, 27, 28, 29])
+    kept = model.generate(
+        prepared, caption, frames=30, bank=bank, retrieval=as_is, steps=4, clean=False,
+        keep=out.motion, keep_frames=frames,
+    )[0]
+    assert kept.report["retrieved"]["strength"] >= 0.5
+    assert np.abs(kept.features[frames] - out.features[frames]).max() < 1e-4
     strict = RetrievalConfig(min_score=1.01)  # nothing is that close: plain generation
     plain = model.generate(prepared, caption, frames=30, bank=bank, retrieval=strict, steps=2, clean=False)[0]
     assert "retrieved" not in plain.report
