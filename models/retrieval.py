@@ -31,7 +31,7 @@ from .dataset import FeatureCache, load_record_clip
 from .evaluator import sentence_vectors
 from .representation import CanonicalRig, canonical_rig
 
-MIDLINE = 0.05  # body sizes from the midline: a foot nearer than this is a tail tip, not a leg
+MIDLINE = 0.015  # body sizes from the midline: a foot nearer than this is a tail tip, not a leg
 MAX_STRETCH = 1.5  # a one-shot clip may be played up to this much faster or slower to fit the length
 SENTENCES_FILE = "sentences.npy"  # the bank's caption sentence vectors, written into the cache once
 BANK_ENV = "KIRIN_BANK"  # overrides where the default bank lives
@@ -80,7 +80,7 @@ def open_default_bank() -> MotionBank | None:
 class RetrievalConfig:
     enabled: bool = True  # False: plain generation even when a bank is at hand
     min_score: float = 0.6  # cosine between MiniLM sentence vectors of the prompt and a caption
-    min_mapped: float = 0.7  # share of the rig's joints the joint mapping must reach
+    min_mapped: float = 0.5  # share of the rig's joints the joint mapping must reach (wings may stay still)
     candidates: int = 8  # best captions tried, in order, until one's creature fits the rig
     # How far along the noise schedule generation starts from the retrieved clip (SDEdit): 0 takes
     # the clip as it is (cleaned up), 1 ignores it. Measured in the model card: the v0 network
@@ -158,6 +158,7 @@ class MotionBank:
         from ..kirin_addon.retarget import retarget
 
         config = config or RetrievalConfig()
+        target = CanonicalRig(rig.transformed(frame.matrix()), frame, np.asarray(feet))
         found: list[Retrieved] = []
         for record, caption, score in self.search(vector, max(config.candidates, count)):
             if score < config.min_score:
@@ -171,7 +172,7 @@ class MotionBank:
             except ValueError:
                 continue
             mapped = result.mapped_count / rig.joint_count
-            fits = _feet_follow_feet(result.mapping, rig, feet, source)
+            fits = _feet_follow_feet(result.mapping, target, source)
             if mapped < config.min_mapped or not fits:
                 continue  # a biped's walk on a quadruped (hands as front feet) is no guide
             found.append(Retrieved(record, self.cache.captions[caption], score, result.motion, mapped))
@@ -192,31 +193,31 @@ def _same_travel(direction: str | None, metadata: dict) -> bool:
     return not (wanted and travels and moving) or wanted == travels
 
 
-def _feet_follow_feet(
-    mapping: dict[str, str | None], rig: Rig, feet: np.ndarray, source: CanonicalRig
-) -> bool:
-    """The clip's creature has the rig's build: every foot of the rig follows a foot of the clip's
-    creature, and every foot of the clip's creature off the midline (a leg, not a tail tip that
-    happens to touch the ground) drives a foot of the rig — a bear's front paws may not become a
-    knight's hands. "Foot" includes the joint just above or below it (rigs split ankles differently)."""
+def _legs(rig: Rig, feet: np.ndarray) -> list[set[str]]:
+    """Per foot off the midline of a canonical rig (+X its left; a long tail's tip on the ground is
+    no leg), the names of the foot and the joints just above and below it (rigs split ankles
+    differently)."""
+    out = []
+    for j in np.asarray(feet).reshape(-1):
+        if abs(rig.heads[j, 0]) > MIDLINE * rig.body_size:
+            near = {int(j), int(rig.parents[j]), *(int(c) for c in rig.children[j])}
+            out.append({rig.names[k] for k in near if k >= 0})
+    return out
 
-    def around(r: Rig, joints: np.ndarray) -> list[set[str]]:
-        out = []
-        for j in np.asarray(joints).reshape(-1):
-            near = {int(j), int(r.parents[j]), *(int(c) for c in r.children[j])}
-            out.append({r.names[k] for k in near if k >= 0})
-        return out
 
-    source_feet = around(source.rig, source.feet)
-    names = set().union(*source_feet) if source_feet else set()
-    if not all(mapping.get(rig.names[int(j)]) in names for j in np.asarray(feet).reshape(-1)):
+def _feet_follow_feet(mapping: dict[str, str | None], target: CanonicalRig, source: CanonicalRig) -> bool:
+    """The clip's creature has the rig's build: each leg of the rig follows a leg of the clip's
+    creature and each leg of the clip's creature drives one of the rig's — a bear's front paws may
+    not become a knight's hands (both rigs canonical; `mapping` target name → source name)."""
+    target_legs, source_legs = _legs(target.rig, target.feet), _legs(source.rig, source.feet)
+    if len(target_legs) != len(source_legs):
         return False
-    followed = {mapping.get(name) for group in around(rig, feet) for name in group}
-    for foot, group in zip(np.asarray(source.feet).reshape(-1), source_feet, strict=True):
-        lateral = abs(source.rig.heads[foot, 0]) > MIDLINE * source.rig.body_size
-        if lateral and not group & followed:
+    source_names = set().union(*source_legs) if source_legs else set()
+    for leg in target_legs:
+        if not {mapping.get(name) for name in leg} & source_names:
             return False
-    return True
+    driven = {mapping.get(name) for leg in target_legs for name in leg}
+    return all(leg & driven for leg in source_legs)
 
 
 def retime(motion: Motion, frames: int, loop: bool) -> Motion:
