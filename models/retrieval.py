@@ -27,7 +27,7 @@ from ..kirin_addon.canonical import CanonicalFrame
 from ..kirin_addon.motion import Motion
 from ..kirin_addon.rig import Rig
 from .batching import usable
-from .dataset import FeatureCache, load_record_clip
+from .dataset import FeatureCache, load_record_clip, rig_key
 from .evaluator import sentence_vectors
 from .representation import CanonicalRig, canonical_rig
 
@@ -109,6 +109,7 @@ class MotionBank:
                 ids += record["captions"]
         if not ids:
             raise ValueError(f"No {split} clips with captions in {self.cache.folder}")
+        self._fits: dict[tuple[int, str], _Fit] = {}  # (bank rig, target rig key) → how they fit
         self.owners = np.asarray(owners, dtype=np.int64)
         self.caption_ids = np.asarray(ids, dtype=np.int64)
         self.vectors = self._sentences()[self.caption_ids]
@@ -159,26 +160,51 @@ class MotionBank:
 
         config = config or RetrievalConfig()
         target = CanonicalRig(rig.transformed(frame.matrix()), frame, np.asarray(feet))
+        target_key = rig_key(rig)
         found: list[Retrieved] = []
         for record, caption, score in self.search(vector, max(config.candidates, count)):
             if score < config.min_score:
                 break
+            pair = (int(self.cache.records[record]["rig"]), target_key)
+            fit = self._fits.get(pair)
+            if fit is not None and not fit.fits(config):
+                continue  # this creature was already found not to fit the rig: not even loaded
             clip, source_frame = load_record_clip(self.cache, record)
             if not _same_travel(direction, clip.metadata):
                 continue
-            source = canonical_rig(clip.rig, source_frame)
-            try:
-                result = retarget(clip.rig, clip.motion, rig, source_frame=source.frame, target_frame=frame)
-            except ValueError:
-                continue
-            mapped = result.mapped_count / rig.joint_count
-            fits = _feet_follow_feet(result.mapping, target, source)
-            if mapped < config.min_mapped or not fits:
-                continue  # a biped's walk on a quadruped (hands as front feet) is no guide
-            found.append(Retrieved(record, self.cache.captions[caption], score, result.motion, mapped))
+            if fit is None:
+                fit = self._fits[pair] = _Fit.of(canonical_rig(clip.rig, source_frame), target)
+                if not fit.fits(config):
+                    continue  # a biped's walk on a quadruped (hands as front feet) is no guide
+            result = retarget(
+                clip.rig, clip.motion, rig, fit.mapping, source_frame=fit.source_frame, target_frame=frame
+            )
+            found.append(Retrieved(record, self.cache.captions[caption], score, result.motion, fit.mapped))
             if len(found) == count:
                 break
         return found
+
+
+@dataclass
+class _Fit:
+    """How one of the bank's creatures fits a rig (the joint mapping is the slow part of a retarget,
+    and a bank holds several clips per creature, so it is worked out once per pair)."""
+
+    mapping: dict[str, str | None]  # rig joint → the creature's joint
+    mapped: float  # share of the rig's joints mapped
+    legs_match: bool
+    source_frame: CanonicalFrame
+
+    @classmethod
+    def of(cls, source: CanonicalRig, target: CanonicalRig) -> _Fit:
+        from ..kirin_addon.joint_mapping import auto_map_joints
+
+        mapping = auto_map_joints(source.rig, target.rig)
+        mapped = sum(v is not None for v in mapping.values()) / target.rig.joint_count
+        return cls(mapping, mapped, _feet_follow_feet(mapping, target, source), source.frame)
+
+    def fits(self, config: RetrievalConfig) -> bool:
+        return self.legs_match and self.mapped >= config.min_mapped
 
 
 _TRAVEL = {"turning left": "left", "turning right": "right", "in a circle": "circle", "in place": None}
