@@ -24,6 +24,7 @@ from kirin.models.config import DenoiserConfig, DiffusionConfig
 from kirin.models.denoiser import Denoiser
 from kirin.models.export import OnnxDenoiser, export_onnx, quantize_int8
 from kirin.models.generator import DEFAULT_MODEL, MotionModel
+from kirin.models.retrieval import open_default_bank
 
 
 def rig_with_joints(rig: Rig, count: int) -> Rig:
@@ -101,6 +102,17 @@ def main() -> None:
         run("ancestral")
         ancestral = (time.perf_counter() - start) * full_steps / diffusion.steps
         diffusion.steps = full_steps
+        # Generate Motion with the default bank (kirin bank build), when there is one: a prompt the
+        # bank answers (the clip retargeted and cleaned up) and one it does not (the network).
+        bank = open_default_bank()
+        retrieval_seconds = {}
+        if bank is not None:
+            for label, text in (("retrieved", "A dragon walks forward at a steady pace."),
+                                ("not found", "a dragon juggling three oranges")):
+                def generate_with_bank(text: str = text) -> None:
+                    model.generate(prepared, text, frames=args.frames, seed=0, bank=bank)
+
+                retrieval_seconds[label] = timed(generate_with_bank, args.repeats)
         model.runner = model.net
 
     print(f"model: {source}; rig: {rig.joint_count} joints; {args.frames} frames; DDIM {steps} steps, "
@@ -112,6 +124,11 @@ def main() -> None:
           f"({'measured' if args.full else f'{args.ancestral_calls} calls extrapolated'})")
     print(f"speed-up of the default sampler over ancestral: {ancestral / onnx_seconds:.1f}x (goal >= 10x)")
     print(f"onnxruntime vs torch: {torch_seconds / onnx_seconds:.2f}x")
+    for label, seconds in retrieval_seconds.items():
+        print(f"Generate Motion with the default bank, prompt {label}: {seconds:.3f} s "
+              f"({seconds / onnx_seconds:.2f}x the default sampler; clean-up included)")
+    if not retrieval_seconds:
+        print("no default bank (kirin bank build): retrieval not timed")
 
 
 if __name__ == "__main__":
