@@ -255,6 +255,7 @@ class MotionModel:
         keep_frames: np.ndarray | None = None,
         loop: bool = False,
         clean: bool = True,
+        keep_joints: np.ndarray | None = None,
         image_encoder: str | None = None,
         progress=None,
         sampler: str = "ddim",
@@ -266,10 +267,11 @@ class MotionModel:
         """`variants` motions of `frames` frames for a prompt (None: image only) and/or a reference
         image (a path or pixels; or `image_feature`, the image encoder's output, precomputed).
         `keep` (a motion on the rig, same length) with `keep_frames` (indices) pins those frames
-        (in-betweening). `loop` makes the last frame flow into the first. `smooth` (frames, a Gaussian
-        sigma) evens out the seams between the network's 8-frame tokens; 0 turns it off. With a
-        `bank` (models/retrieval.py; None: the model's own `bank`), a library clip that matches the
-        prompt and fits the rig is retargeted onto it and sampling starts from it (the report says
+        (in-betweening), and with `keep_joints` (indices) only those joints (e.g. a keyed tail).
+        `loop` makes the last frame flow into the first. `smooth` (frames, a Gaussian sigma) evens
+        out the seams between the network's 8-frame tokens; 0 turns it off. With a `bank`
+        (models/retrieval.py; None: the model's own `bank`), a library clip that matches the prompt
+        and fits the rig is retargeted onto it and sampling starts from it (the report says
         which clip); `retrieval` tunes that or turns it off."""
         if not 1 <= frames <= 2000:
             raise GenerationError(f"Frames must be between 1 and 2000, got {frames}.")
@@ -294,7 +296,9 @@ class MotionModel:
         # The motion starts where the rig stands, facing its forward (or where the kept frames start).
         start_yaw, start_ground = 0.0, prepared.canon.rig.heads[prepared.canon.rig.main_root, :2].copy()
         if keep is not None:
-            inpaint, start_yaw, start_ground = self._inpaint(prepared, keep, keep_frames, total, variants)
+            inpaint, start_yaw, start_ground = self._inpaint(
+                prepared, keep, keep_frames, keep_joints, total, variants
+            )
         results = []
         started = time.perf_counter()
         generator = torch.Generator().manual_seed(int(seed))
@@ -356,8 +360,13 @@ class MotionModel:
         seconds = time.perf_counter() - started
         features = (x0 * self.std + self.mean).numpy().astype(np.float64)
         if smooth > 0 and not (retrieved and strength <= 0.0):  # seams of the network's tokens
-            kept = None if inpaint is None else np.flatnonzero(inpaint.mask[0, :frames, 0, 0].numpy())
+            whole = None if inpaint is None else inpaint.mask[0, :frames].any(-1).all(-1)  # every joint kept
+            kept = None if whole is None else np.flatnonzero(whole.numpy())
             features = smooth_in_time(features, smooth, kept, wrap=loop)
+            if inpaint is not None:  # kept joints of partly kept frames come back exact as well
+                mask = inpaint.mask[:, :frames].numpy()
+                values = (inpaint.values[:, :frames] * self.std + self.mean).numpy()
+                features = np.where(mask, values, features)
         canon = prepared.canon
         # Features → a motion on the canonical rig (clean-up works there: +Z up, feet on the floor),
         # then onto the user's rig through the canonical frame and the inverse-bind correction.
@@ -390,9 +399,16 @@ class MotionModel:
         return ((torch.from_numpy(np.asarray(features, np.float32)) - self.mean) / self.std).numpy()
 
     def _inpaint(
-        self, prepared: PreparedRig, keep: Motion, keep_frames: np.ndarray | None, total: int, variants: int
+        self,
+        prepared: PreparedRig,
+        keep: Motion,
+        keep_frames: np.ndarray | None,
+        keep_joints: np.ndarray | None,
+        total: int,
+        variants: int,
     ) -> tuple[Inpaint, float, np.ndarray]:
-        """Known features of the frames to keep, and where the kept motion starts (heading, ground)."""
+        """Known features of the frames (and joints) to keep, and where the kept motion starts
+        (heading, ground)."""
         if keep.joint_count != prepared.rig.joint_count:
             raise GenerationError("The frames to keep are for a different rig.")
         clip = motion_features(prepared.canon, prepared.rig, keep)
@@ -401,10 +417,13 @@ class MotionModel:
         frames = np.arange(count) if keep_frames is None else np.asarray(keep_frames, dtype=np.int64)
         if frames.size and (frames.min() < 0 or frames.max() >= count):
             raise GenerationError(f"Frames to keep must lie in 0..{count - 1}.")
+        joints = np.arange(keep.joint_count) if keep_joints is None else np.asarray(keep_joints, np.int64)
+        if joints.size and (joints.min() < 0 or joints.max() >= keep.joint_count):
+            raise GenerationError(f"Joints to keep must lie in 0..{keep.joint_count - 1}.")
         values = torch.zeros(variants, total, keep.joint_count, self.config.channels)
         mask = torch.zeros_like(values, dtype=torch.bool)
         values[:, :count] = torch.from_numpy(feats[:count])
-        mask[:, frames] = True
+        mask[:, frames[:, None], joints[None, :]] = True
         return Inpaint(values, mask), clip.start_yaw, clip.start_ground
 
 
