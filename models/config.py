@@ -62,6 +62,8 @@ class TrainConfig:
     lr: float = 3e-4
     weight_decay: float = 0.01
     warmup: int = 200
+    schedule: str = "constant"  # or "cosine": from lr down to lr·min_lr over the run's `steps`
+    min_lr: float = 0.1  # cosine floor, as a share of lr
     steps: int = 20000
     ema: float = 0.999
     drop_text: float = 0.2  # each condition dropped with p = 0.2 (classifier-free guidance)

@@ -77,6 +77,18 @@ def save_weights(
     (folder / "model.json").write_text(json.dumps(card, indent=2))
 
 
+def learning_rate(config: TrainConfig, step: int) -> float:
+    """Linear warm-up, then constant or cosine decay to `min_lr`·lr at `steps` (a resumed run with
+    more steps stretches the curve from where it is)."""
+    rate = config.lr * min(1.0, (step + 1) / max(config.warmup, 1))
+    if config.schedule == "cosine":
+        progress = min(max(step / max(config.steps, 1), 0.0), 1.0)
+        rate *= config.min_lr + (1.0 - config.min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
+    elif config.schedule != "constant":
+        raise ValueError(f"Unknown learning-rate schedule {config.schedule!r} (constant or cosine)")
+    return rate
+
+
 def warm_start(
     model: torch.nn.Module, path: str | Path, device: torch.device
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -210,7 +222,7 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
         x0 = batch["x0"]
         t = torch.randint(0, diffusion.steps, (x0.shape[0],), device=device)
         x_t = diffusion.q_sample(x0, t, torch.randn_like(x0))
-        lr = config.lr * min(1.0, (step + 1) / max(config.warmup, 1))
+        lr = learning_rate(config, step)
         for group in optimizer.param_groups:
             group["lr"] = lr
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.bf16):

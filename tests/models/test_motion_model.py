@@ -415,3 +415,16 @@ def test_retrieval_passes_over_clips_travelling_another_way():
     assert _same_travel("turning left", {"direction": "left", "speed": 0.8})  # the library's "left" turns
     assert _same_travel("forward", {"direction": "forward", "speed": 0.0})
     assert _same_travel("backward", {"direction": "forward", "speed": 0.0})  # in place: nothing to contradict
+
+
+def test_learning_rate_warms_up_and_decays():
+    from kirin.models.train import learning_rate
+
+    flat = TrainConfig(lr=1e-3, warmup=10, steps=100)
+    assert learning_rate(flat, 0) == pytest.approx(1e-4) and learning_rate(flat, 50) == 1e-3
+    cosine = TrainConfig(lr=1e-3, warmup=10, steps=100, schedule="cosine", min_lr=0.1)
+    assert learning_rate(cosine, 50) == pytest.approx(1e-3 * (0.1 + 0.9 * 0.5))
+    assert learning_rate(cosine, 100) == pytest.approx(1e-4)
+    assert learning_rate(cosine, 400) == pytest.approx(1e-4)  # a run taken past its steps stays at the floor
+    with pytest.raises(ValueError, match="schedule"):
+        learning_rate(TrainConfig(schedule="step"), 5)
