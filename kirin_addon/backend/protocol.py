@@ -1,0 +1,312 @@
+"""The backend's wire format, shared by the server and the client (numpy + standard library only).
+
+Arrays travel inside JSON as `{"dtype": "float32", "shape": [T, J, 4], "data": "<base64>"}`, the
+data little-endian and C-ordered whatever the machine, so a Blender on one box and a GPU backend on
+another agree. Decoding is strict: the byte count must match the shape, the shape must match what
+the field needs, and floats must be finite; every failure is a `ProtocolError` whose message names
+the field, because it ends up in Blender's status bar.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..motion import Motion
+from ..rig import MAX_JOINTS, Rig
+from ..skinning import SkinnedMesh
+
+PROTOCOL_VERSION = 1
+API = "/v1"  # every endpoint lives under this prefix
+MAX_FRAMES = 2000
+MAX_VARIANTS = 16
+MAX_PROMPT = 2000  # characters
+MAX_ELEMENTS = 64_000_000  # per array: refuse before allocating anything absurd
+MAX_DIMS = 8
+MAX_MAGNITUDE = 1e12  # larger float values are garbage, and their squares would overflow float32 maths
+# Wire dtypes and their explicit little-endian numpy forms.
+DTYPES: dict[str, str] = {"float32": "<f4", "float64": "<f8", "int32": "<i4", "int64": "<i8", "uint8": "|u1"}
+_FLOAT = ("float32", "float64")
+_INT = ("int32", "int64", "uint8")
+
+Shape = Sequence[int | None]  # None: any length on that axis
+
+
+class ProtocolError(ValueError):
+    """A request or response that does not follow the protocol; the message is user-facing."""
+
+
+# ----------------------------------------------------------------------------- arrays
+def encode_array(array: np.ndarray | Sequence, dtype: str | None = None) -> dict[str, Any]:
+    """An array as JSON-ready `{"dtype", "shape", "data"}`. `dtype` None keeps float64/float32/int
+    kinds as they are (bools travel as uint8)."""
+    values = np.asarray(array)
+    if dtype is None:
+        if values.dtype == np.bool_:
+            dtype = "uint8"
+        elif values.dtype.kind == "f":
+            dtype = "float64" if values.dtype.itemsize > 4 else "float32"
+        elif values.dtype.kind in "iu":
+            dtype = "int64" if values.dtype.itemsize > 4 else "int32"
+        else:
+            raise ProtocolError(f"Cannot send an array of {values.dtype}.")
+    if dtype not in DTYPES:
+        raise ProtocolError(f"Unknown array dtype {dtype!r} (one of {', '.join(DTYPES)}).")
+    wire = np.ascontiguousarray(values, dtype=DTYPES[dtype])
+    data = base64.b64encode(wire.tobytes()).decode("ascii")
+    return {"dtype": dtype, "shape": list(wire.shape), "data": data}
+
+
+def _shape_text(shape: Shape) -> str:
+    return "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+
+
+def decode_array(
+    obj: Any, what: str, shape: Shape | None = None, kind: str = "float", finite: bool = True
+) -> np.ndarray:
+    """The array an `encode_array` dict holds, checked: `shape` (None entries match any length),
+    `kind` "float" (any wire dtype, returned as float64), "int" (integer dtypes, int64) or "bool"
+    (uint8 0/1 or integers, bool); floats must be finite unless `finite` is False."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(
+            f"{what}: expected an array object {{dtype, shape, data}}, got {type(obj).__name__}."
+        )
+    dtype, dims, data = obj.get("dtype"), obj.get("shape"), obj.get("data")
+    if dtype not in DTYPES:
+        raise ProtocolError(f"{what}: unknown dtype {dtype!r} (one of {', '.join(DTYPES)}).")
+    if (
+        not isinstance(dims, list)
+        or len(dims) > MAX_DIMS
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims)
+    ):
+        raise ProtocolError(f"{what}: shape must be a list of at most {MAX_DIMS} non-negative integers.")
+    count = math.prod(dims)
+    if count > MAX_ELEMENTS:
+        raise ProtocolError(f"{what}: {count} values is more than the {MAX_ELEMENTS} one array may hold.")
+    if not isinstance(data, str):
+        raise ProtocolError(f"{what}: data must be a base64 string.")
+    if shape is not None:
+        if len(dims) != len(shape) or any(s is not None and s != d for s, d in zip(shape, dims, strict=True)):
+            raise ProtocolError(f"{what}: expected shape {_shape_text(shape)}, got {tuple(dims)}.")
+    item = np.dtype(DTYPES[dtype]).itemsize
+    if len(data) > 4 * (-(-count * item // 3)) + 4:  # cheap check before decoding a huge string
+        raise ProtocolError(f"{what}: {len(data)} base64 characters is too many for shape {tuple(dims)}.")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ProtocolError(f"{what}: data is not valid base64 ({exc}).") from None
+    if len(raw) != count * item:
+        raise ProtocolError(
+            f"{what}: {len(raw)} bytes of data do not fit shape {tuple(dims)} of {dtype} "
+            f"({count * item} bytes)."
+        )
+    values = np.frombuffer(raw, dtype=DTYPES[dtype]).reshape(dims)
+    if kind == "float":
+        if dtype not in _FLOAT:
+            raise ProtocolError(f"{what}: expected float32 or float64 values, got {dtype}.")
+        out = values.astype(np.float64)
+        if finite and not np.all(np.isfinite(out)):
+            raise ProtocolError(f"{what}: contains NaN or infinite values.")
+        if finite and out.size and np.abs(out).max() > MAX_MAGNITUDE:
+            raise ProtocolError(f"{what}: contains values beyond ±{MAX_MAGNITUDE:g}.")
+        return out
+    if kind == "int":
+        if dtype not in _INT:
+            raise ProtocolError(f"{what}: expected integer values, got {dtype}.")
+        return values.astype(np.int64)
+    if kind == "bool":
+        if dtype not in _INT or np.any((values != 0) & (values != 1)):
+            raise ProtocolError(f"{what}: expected 0/1 flags.")
+        return values.astype(bool)
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+# ----------------------------------------------------------------------------- plain JSON values
+def plain(value: Any) -> Any:
+    """A JSON-ready copy: numpy scalars and arrays to Python, non-finite floats to None."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+def _flags(obj: Any, what: str, count: int) -> np.ndarray | None:
+    if obj is None:
+        return None
+    if not isinstance(obj, list) or len(obj) != count or not all(isinstance(v, bool) for v in obj):
+        raise ProtocolError(f"{what}: expected {count} true/false values.")
+    return np.array(obj, dtype=bool)
+
+
+def _finite_number(obj: Any, what: str, low: float, high: float) -> float:
+    if (
+        isinstance(obj, bool)
+        or not isinstance(obj, int | float)
+        or not math.isfinite(obj)
+        or not low < obj <= high
+    ):
+        raise ProtocolError(f"{what}: expected a number in ({low:g}, {high:g}], got {obj!r}.")
+    return float(obj)
+
+
+# ----------------------------------------------------------------------------- rig, mesh, motion
+def rig_to_json(rig: Rig) -> dict[str, Any]:
+    """A rig in armature space; float64 so that the backend measures bone lengths on the same rig."""
+    out: dict[str, Any] = {
+        "names": list(rig.names),
+        "parents": [int(p) for p in rig.parents],
+        "rest": encode_array(rig.rest, "float64"),
+        "tails": encode_array(rig.tails, "float64"),
+        "deform": [bool(d) for d in rig.deform],
+        "connected": [bool(c) for c in rig.connected],
+    }
+    if rig.local_rest is not None:
+        out["local_rest"] = encode_array(rig.local_rest, "float64")
+    return out
+
+
+def rig_from_json(obj: Any, what: str = "rig") -> Rig:
+    """The rig of a request, validated as Generate Motion needs it (RigError messages pass through)."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: expected an object.")
+    names = obj.get("names")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise ProtocolError(f"{what}.names: expected a non-empty list of bone names.")
+    count = len(names)
+    if count > MAX_JOINTS:
+        raise ProtocolError(f"The armature has {count} bones; Kirin handles at most {MAX_JOINTS}.")
+    parents = obj.get("parents")
+    if (
+        not isinstance(parents, list)
+        or len(parents) != count
+        or not all(isinstance(p, int) and not isinstance(p, bool) for p in parents)
+    ):
+        raise ProtocolError(f"{what}.parents: expected {count} integer parent indices (-1 for a root).")
+    rest = decode_array(obj.get("rest"), f"{what}.rest", (count, 4, 4))
+    tails = decode_array(obj.get("tails"), f"{what}.tails", (count, 3))
+    deform = _flags(obj.get("deform"), f"{what}.deform", count)
+    connected = _flags(obj.get("connected"), f"{what}.connected", count)
+    local_rest = None
+    if obj.get("local_rest") is not None:
+        local_rest = decode_array(obj["local_rest"], f"{what}.local_rest", (count, 4, 4))
+    if deform is not None and not deform.any():
+        raise ProtocolError("The armature has no deform bones: mark the bones that move the mesh as Deform.")
+    rig = Rig(names, np.array(parents, dtype=np.int64), rest, tails, deform, connected, local_rest)
+    rig.validate()
+    return rig
+
+
+def mesh_to_json(mesh: SkinnedMesh) -> dict[str, Any]:
+    return {
+        "vertices": encode_array(mesh.vertices, "float32"),
+        "triangles": encode_array(mesh.triangles, "int32"),
+        "joint_indices": encode_array(mesh.joint_indices, "int32"),
+        "joint_weights": encode_array(mesh.joint_weights, "float32"),
+    }
+
+
+def mesh_from_json(obj: Any, joints: int, what: str = "mesh") -> SkinnedMesh:
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: expected an object.")
+    vertices = decode_array(obj.get("vertices"), f"{what}.vertices", (None, 3))
+    count = vertices.shape[0]
+    if count == 0:
+        raise ProtocolError(f"{what}: the mesh has no vertices.")
+    triangles = decode_array(obj.get("triangles"), f"{what}.triangles", (None, 3), kind="int")
+    indices = decode_array(obj.get("joint_indices"), f"{what}.joint_indices", (count, None), kind="int")
+    weights = decode_array(obj.get("joint_weights"), f"{what}.joint_weights", (count, indices.shape[1]))
+    if triangles.size and (triangles.min() < 0 or triangles.max() >= count):
+        raise ProtocolError(f"{what}.triangles: a vertex index is outside 0..{count - 1}.")
+    if indices.size and (indices.min() < 0 or indices.max() >= joints):
+        raise ProtocolError(f"{what}.joint_indices: a bone index is outside 0..{joints - 1}.")
+    if np.any(weights < 0):
+        raise ProtocolError(f"{what}.joint_weights: weights must not be negative.")
+    if not np.any(weights > 0):
+        raise ProtocolError("The mesh has no skin weights: bind it to the armature first.")
+    return SkinnedMesh(vertices, triangles, indices, weights)
+
+
+def motion_to_json(motion: Motion, dtype: str = "float32") -> dict[str, Any]:
+    """A motion; root positions always float64 (a few numbers, and far from the origin float32
+    would already show)."""
+    return {
+        "fps": float(motion.fps),
+        "root_positions": encode_array(motion.root_positions, "float64"),
+        "rotations": encode_array(motion.rotations, dtype),
+        "translations": None if motion.translations is None else encode_array(motion.translations, dtype),
+    }
+
+
+def motion_from_json(obj: Any, joints: int, frames: int | None = None, what: str = "motion") -> Motion:
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: expected an object.")
+    fps = _finite_number(obj.get("fps"), f"{what}.fps", 0.0, 1000.0)
+    rotations = decode_array(obj.get("rotations"), f"{what}.rotations", (frames, joints, 4))
+    count = rotations.shape[0]
+    if count == 0:
+        raise ProtocolError(f"{what}: the motion has no frames.")
+    if np.any(np.linalg.norm(rotations, axis=-1) < 1e-8):
+        raise ProtocolError(f"{what}.rotations: a quaternion is zero (w, x, y, z expected).")
+    root = decode_array(obj.get("root_positions"), f"{what}.root_positions", (count, 3))
+    moved = None
+    if obj.get("translations") is not None:
+        moved = decode_array(obj["translations"], f"{what}.translations", (count, joints, 3))
+    return Motion(fps, root, rotations, moved)
+
+
+# ----------------------------------------------------------------------------- generate requests
+def generate_request(
+    rig: Rig,
+    prompt: str | None,
+    *,
+    mesh: SkinnedMesh | None = None,
+    image_path: str | None = None,
+    image_data: bytes | None = None,
+    frames: int = 120,
+    fps: float | None = None,
+    seed: int = 0,
+    variants: int = 1,
+    guidance: float | None = None,
+    keep: Motion | None = None,
+    keep_frames: Sequence[int] | np.ndarray | None = None,
+    loop: bool = False,
+) -> dict[str, Any]:
+    """The JSON body of POST /v1/jobs/generate (see the server's OpenAPI schema for each field).
+    `image_path` is read by the backend (same machine); `image_data` sends the file's bytes (a
+    backend elsewhere)."""
+    body: dict[str, Any] = {
+        "prompt": prompt,
+        "rig": rig_to_json(rig),
+        "frames": int(frames),
+        "seed": int(seed),
+        "variants": int(variants),
+        "loop": bool(loop),
+    }
+    if fps is not None:
+        body["fps"] = float(fps)
+    if guidance is not None:
+        body["guidance"] = float(guidance)
+    if mesh is not None:
+        body["mesh"] = mesh_to_json(mesh)
+    if image_path is not None:
+        body["image_path"] = str(image_path)
+    if image_data is not None:
+        body["image_data"] = base64.b64encode(image_data).decode("ascii")
+    if keep is not None:
+        chosen = range(keep.frame_count) if keep_frames is None else keep_frames
+        body["keep"] = {"motion": motion_to_json(keep, "float64"), "frames": [int(f) for f in chosen]}
+    return body

@@ -1,0 +1,41 @@
+"""Backend fixtures: one in-process backend (real server, real model, CPU, one thread) shared by
+the module tests that need a model, and a procedural quadruped to animate."""
+
+from __future__ import annotations
+
+import pytest
+
+from kirin.kirin_addon.families import build_creature
+
+
+@pytest.fixture(scope="session")
+def creature():
+    return build_creature("quadruped", 3)
+
+
+@pytest.fixture(scope="session")
+def backend(tmp_path_factory):
+    """A real `kirin serve` on a thread: uvicorn on 127.0.0.1, a free port, a token, the shipped model."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    torch = pytest.importorskip("torch")
+    from kirin.kirin_addon.backend.server import Backend
+    from kirin.kirin_addon.backend.service import GenerationService
+    from kirin.models.generator import DEFAULT_MODEL
+
+    if not (DEFAULT_MODEL / "model.json").exists():
+        pytest.skip("no shipped motion model")
+    torch.set_num_threads(1)
+    token_file = tmp_path_factory.mktemp("backend") / "token"
+    running = Backend(GenerationService(device="cpu", threads=1), token_file=token_file).start_in_thread()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def client(backend):
+    from kirin.kirin_addon.backend.client import BackendClient
+
+    connected = BackendClient(backend.url, backend.token)
+    connected.wait_ready(timeout=120)
+    return connected
