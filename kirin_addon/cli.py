@@ -25,6 +25,17 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_generate(args: argparse.Namespace) -> int:
+    width, _, height = args.preview_size.partition("x")
+    summary = _headless().run_generate(
+        args.rig, args.prompt, args.out, image=args.image, frames=args.frames, variants=args.variants,
+        seed=args.seed, guidance=args.guidance, loop=args.loop, preview=args.preview, report=args.json,
+        fps=args.fps, preview_resolution=(int(width), int(height)), backend_python=args.backend_python,
+        device=args.device, threads=args.threads, creature_seed=args.creature_seed, still=args.still)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from .canonical import detect_canonical_frame
     from .io_files import file_world_matrix, load_motion_file
@@ -120,6 +131,29 @@ def build_parser() -> argparse.ArgumentParser:
     ret.add_argument("--preview-size", default="480x270", help="preview resolution WxH")
     ret.add_argument("--json", help="write a JSON report (frames, bones, timings)")
     ret.set_defaults(func=_cmd_retarget)
+    gen = sub.add_parser("generate", help="Generate Motion on a character headless: new Actions in a .blend")
+    gen.add_argument("--rig", help="character file: .glb/.gltf/.fbx/.blend (default: a built-in procedural "
+                                   "quadruped with its skinned mesh)")
+    gen.add_argument("--prompt", default="a wolf trotting forward", help="what the creature should do")
+    gen.add_argument("--image", help="optional reference image (PNG, JPEG...)")
+    gen.add_argument("--frames", type=int, default=96, help="frames to generate (at --fps)")
+    gen.add_argument("--variants", type=int, default=3,
+                     help="variants: the first becomes the active action, the others muted NLA takes")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--guidance", type=float, default=0.0, help="prompt guidance (0: the model's default)")
+    gen.add_argument("--loop", action="store_true", help="make the motion loop")
+    gen.add_argument("--fps", type=int, default=30, help="scene frame rate")
+    gen.add_argument("--out", required=True, help="the .blend to write")
+    gen.add_argument("--preview", help="render the variants side by side (Cycles CPU; .mp4 or a PNG prefix)")
+    gen.add_argument("--preview-size", default="480x270", help="preview resolution WxH")
+    gen.add_argument("--still", help="render the preview's middle frame as a PNG")
+    gen.add_argument("--json", help="write a JSON report (device, timings, per-variant metrics)")
+    gen.add_argument("--backend-python",
+                     help="Python of the backend environment (default: this checkout's .venv)")
+    gen.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="backend device")
+    gen.add_argument("--threads", type=int, default=0, help="backend CPU threads (0: its default)")
+    gen.add_argument("--creature-seed", type=int, default=0, help="which built-in creature (no --rig)")
+    gen.set_defaults(func=_cmd_generate)
     info = sub.add_parser("info", help="describe a motion file: joints, frames, detected axes")
     info.add_argument("file")
     info.add_argument("--clip")

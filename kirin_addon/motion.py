@@ -21,11 +21,13 @@ import numpy as np
 from .rig import Rig
 from .rotations import (
     matrix_to_quat,
+    quat_angle,
     quat_conjugate,
     quat_continuity,
     quat_identity,
     quat_multiply,
     quat_normalize,
+    quat_positive_w,
     quat_slerp,
     quat_to_matrix,
 )
@@ -206,3 +208,45 @@ def transform_world_deltas(deltas: np.ndarray, rotation: np.ndarray) -> np.ndarr
     """Express world deltas in a rotated frame: D' = R · D · Rᵀ."""
     q = matrix_to_quat(rotation)
     return quat_multiply(quat_multiply(q, deltas), quat_conjugate(q))
+
+
+def pin_frames(
+    motion: Motion, keep: Motion, kept: np.ndarray, joints: np.ndarray | None = None
+) -> tuple[Motion, dict]:
+    """The motion (same rig and length as `keep`) with the `kept` frames exactly as in `keep`, and
+    how far they had to move ({"root", "degrees"}). In-betweening blends keys in but brings them
+    back only approximately (the root path is integrated, the clean-up moves legs); the difference
+    at each kept frame is spread linearly (slerp for rotations) to the neighbouring kept frames, so
+    nothing jumps. With `joints`, only those joints' rotations are pinned (the root path is not)."""
+    frames = np.unique(np.asarray(kept, dtype=np.int64))
+    count = motion.frame_count
+    t = np.arange(count)
+    right = np.clip(np.searchsorted(frames, t), 0, len(frames) - 1)
+    left = np.clip(np.searchsorted(frames, t, side="right") - 1, 0, len(frames) - 1)
+    span = (frames[right] - frames[left]).astype(np.float64)
+    w = np.where(span > 0, (t - frames[left]) / np.where(span > 0, span, 1.0), 0.0)
+
+    def spread(at_keys: np.ndarray) -> np.ndarray:  # (K,...) → (T,...) linearly between keys
+        shape = (-1,) + (1,) * (at_keys.ndim - 1)
+        return at_keys[left] * (1 - w).reshape(shape) + at_keys[right] * w.reshape(shape)
+
+    offsets = keep.root_positions[frames] - motion.root_positions[frames]
+    if joints is not None:
+        offsets = np.zeros_like(offsets)
+    root = motion.root_positions + spread(offsets)
+    deltas = quat_multiply(keep.rotations[frames], quat_conjugate(motion.rotations[frames]))
+    deltas = quat_positive_w(deltas)
+    if joints is not None:
+        others = np.setdiff1d(np.arange(motion.joint_count), np.asarray(joints, dtype=np.int64))
+        deltas[:, others] = quat_identity()
+    weights = np.broadcast_to(w[:, None], deltas[left].shape[:-1])
+    between = quat_slerp(deltas[left], deltas[right], weights)
+    rotations = quat_multiply(between, motion.rotations)
+    moved = motion.translations
+    if motion.translations is not None or keep.translations is not None:
+        ours = np.zeros(motion.rotations.shape[:2] + (3,)) if moved is None else moved
+        theirs = np.zeros_like(ours) if keep.translations is None else keep.translations
+        moved = ours + spread(theirs[frames] - ours[frames])
+    change = {"root": float(np.linalg.norm(offsets, axis=-1).max()),
+              "degrees": float(np.degrees(quat_angle(deltas)).max())}
+    return Motion(motion.fps, root, rotations, moved), change

@@ -20,7 +20,7 @@ import torch
 
 from ..kirin_addon.canonical import CanonicalFrame
 from ..kirin_addon.captions import stated_direction
-from ..kirin_addon.motion import Motion, motion_from_world_deltas, world_deltas
+from ..kirin_addon.motion import Motion, motion_from_world_deltas, pin_frames, world_deltas
 from ..kirin_addon.rig import Rig
 from ..kirin_addon.rotations import matrix_to_quat, quat_to_matrix
 from ..kirin_addon.skinning import SkinnedMesh
@@ -388,6 +388,11 @@ class MotionModel:
             if clean and prepared.feet.size:
                 motion, report["cleanup"] = _clean(canon.rig, prepared.feet, motion, contacts)
             motion = from_canonical(canon, prepared.rig, motion)
+            if keep is not None:  # kept frames exactly as given, whatever the root path and clean-up did
+                pinned = np.arange(keep.frame_count) if keep_frames is None else np.asarray(keep_frames)
+                pinned = pinned[pinned < frames]
+                if pinned.size:
+                    motion, report["key_corrections"] = pin_frames(motion, keep, pinned, keep_joints)
             results.append(Generated(motion, features[v].astype(np.float32), contacts, int(seed) + v, report))
         return results
 

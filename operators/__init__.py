@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import motion_file, nla, pending, properties
+from . import generate, motion_file, nla, pending, properties
 
-CLASSES = (*motion_file.CLASSES, *nla.CLASSES, *pending.CLASSES)
+CLASSES = (*motion_file.CLASSES, *nla.CLASSES, *generate.CLASSES, *pending.CLASSES)
 
 
 def register() -> None:
@@ -16,6 +16,9 @@ def register() -> None:
 
 
 def unregister() -> None:
+    from ..kirin_addon.backend.client import stop_backend
+
+    stop_backend()  # the backend this Blender started ends with the add-on (and with Blender: atexit)
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)
     properties.unregister()

@@ -81,33 +81,51 @@ def activate(obj: bpy.types.Object) -> None:
     bpy.context.view_layer.objects.active = obj
 
 
-def _motion_bounds(arm: bpy.types.Object, rig, frames: range) -> tuple[np.ndarray, np.ndarray]:
+def _motion_bounds(arm: bpy.types.Object, rig, frames: range, others=()) -> tuple[np.ndarray, np.ndarray]:
     scene = bpy.context.scene
     points = []
-    world = scene_io.object_matrix(arm)
     for frame in frames:
         scene.frame_set(frame)
-        heads = scene_io.evaluated_pose(arm, rig)[:, :3, 3]
-        points.append(heads @ world[:3, :3].T + world[:3, 3])
+        for obj in (arm, *others):
+            world = scene_io.object_matrix(obj)
+            heads = scene_io.evaluated_pose(obj, rig)[:, :3, 3]
+            points.append(heads @ world[:3, :3].T + world[:3, 3])
     allp = np.concatenate(points)
     return allp.min(0), allp.max(0)
 
 
-def setup_preview(arm: bpy.types.Object, rig, path: str, resolution: tuple[int, int] = (480, 270)) -> None:
-    """Camera beside the motion path, a sun and a floor; Cycles CPU writing an MP4 (or PNGs)."""
+def setup_preview(arm: bpy.types.Object, rig, path: str, resolution: tuple[int, int] = (480, 270),
+                  others=(), direction=(1.0, -0.35, 0.25), follow: bool = False) -> None:
+    """Camera beside the motion path, a sun and a floor; Cycles CPU writing an MP4 (or PNGs).
+    `others`: more armatures of the same rig to keep in the picture; `direction`: from the motion's
+    centre towards the camera; `follow`: frame the characters where they stand at the first frame
+    and let the camera travel with `arm`'s root (long paths), instead of framing the whole path."""
     scene = bpy.context.scene
-    lo, hi = _motion_bounds(arm, rig, range(scene.frame_start, scene.frame_end + 1, 8))
+    every = range(scene.frame_start, scene.frame_end + 1, 8)
+    path_lo, path_hi = _motion_bounds(arm, rig, every, others)
+    lo, hi = _motion_bounds(arm, rig, range(scene.frame_start, scene.frame_start + 1), others) if follow \
+        else (path_lo, path_hi)
     centre = (lo + hi) / 2
     extent = float(np.max(hi - lo))
     cam_data = bpy.data.cameras.new("Kirin Preview")
     cam_data.lens = 35
+    cam_data.clip_start = extent * 1e-3
+    cam_data.clip_end = (extent + float(np.max(path_hi - path_lo))) * 10
     camera = bpy.data.objects.new("Kirin Preview", cam_data)
     scene.collection.objects.link(camera)
-    direction = np.array([1.0, -0.35, 0.25])
+    direction = np.array(direction, dtype=np.float64)
     direction /= np.linalg.norm(direction)
-    camera.location = centre + direction * extent * 1.6
-    forward = centre - np.array(camera.location)
-    camera.rotation_euler = _look_rotation(forward)
+    position = centre + direction * extent * (2.0 if follow else 1.6)
+    camera.rotation_euler = _look_rotation(centre - position)
+    if follow:  # ride along with the root bone (horizontally), offset from where it starts
+        scene.frame_set(scene.frame_start)
+        main = rig.names[rig.main_root]
+        start = np.array(arm.matrix_world @ arm.pose.bones[main].head)
+        position[:2] -= start[:2]
+        constraint = camera.constraints.new("COPY_LOCATION")
+        constraint.target, constraint.subtarget = arm, main
+        constraint.use_offset, constraint.use_z = True, False
+    camera.location = position
     scene.camera = camera
     sun_data = bpy.data.lights.new("Kirin Sun", "SUN")
     sun_data.energy = 3.0
@@ -115,11 +133,11 @@ def setup_preview(arm: bpy.types.Object, rig, path: str, resolution: tuple[int, 
     sun.rotation_euler = (0.7, 0.2, 0.6)
     scene.collection.objects.link(sun)
     floor_mesh = bpy.data.meshes.new("Kirin Floor")
-    size = extent * 3
+    size = extent * 3 + float(np.max(path_hi - path_lo))
     floor_mesh.from_pydata([(-size, -size, 0), (size, -size, 0), (size, size, 0), (-size, size, 0)], [],
                            [(0, 1, 2, 3)])
     floor = bpy.data.objects.new("Kirin Floor", floor_mesh)
-    floor.location = (centre[0], centre[1], lo[2])
+    floor.location = ((path_lo[0] + path_hi[0]) / 2, (path_lo[1] + path_hi[1]) / 2, path_lo[2])
     scene.collection.objects.link(floor)
     world = bpy.data.worlds.new("Kirin World")
     world.color = (0.05, 0.05, 0.06)
@@ -221,6 +239,153 @@ def run_retarget(source: str | None, target: str | None, out: str, preview: str 
     finally:
         disable_extension(module)
     if report:
+        Path(report).write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def builtin_creature(seed: int = 0) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
+    """The built-in procedural quadruped (rig and skinned mesh made in code) in the scene."""
+    from ..kirin_addon.families import build_creature
+
+    creature = build_creature("quadruped", seed)
+    name = f"Kirin {creature.species.title()}"
+    arm = scene_io.create_armature(creature.rig, name)
+    body = scene_io.create_skinned_mesh(creature.mesh, arm, creature.rig, f"{name} Body")
+    material = bpy.data.materials.new(f"{name} Fur")
+    if material.node_tree is None and hasattr(material, "use_nodes"):
+        material.use_nodes = True  # 4.x; always on in 5.0
+    bsdf = material.node_tree.nodes.get("Principled BSDF") if material.node_tree else None
+    if bsdf is not None:
+        bsdf.inputs["Base Color"].default_value = (0.55, 0.33, 0.16, 1.0)
+    material.diffuse_color = (0.55, 0.33, 0.16, 1.0)
+    body.data.materials.append(material)
+    return arm, [body]
+
+
+def variants_side_by_side(arm: bpy.types.Object, meshes, rig, actions) -> list[bpy.types.Object]:
+    """Copies of the character, one per further variant, beside the first (for the preview only)."""
+    scene = bpy.context.scene
+    lo, hi = _motion_bounds(arm, rig, range(scene.frame_start, scene.frame_end + 1, 8))
+    rest = rig.heads @ scene_io.object_matrix(arm)[:3, :3].T
+    width = np.ptp(rest, axis=0)
+    travel = hi - lo
+    side = 0 if travel[0] <= travel[1] else 1  # across the direction of travel
+    spacing = max(float(width[side]) * 1.6, float(np.max(width)) * 1.1)
+    copies = []
+    for k, action in enumerate(actions[1:], start=1):
+        twin = arm.copy()
+        scene.collection.objects.link(twin)
+        offset = [0.0, 0.0, 0.0]
+        offset[side] = spacing * k
+        twin.location = np.array(arm.location) + np.array(offset)
+        anim = twin.animation_data
+        while len(anim.nla_tracks):
+            anim.nla_tracks.remove(anim.nla_tracks[0])
+        anim.action = action
+        anim.action_slot = action.slots[0]
+        for mesh in meshes:
+            body = mesh.copy()
+            scene.collection.objects.link(body)
+            body.parent = twin
+            for modifier in body.modifiers:
+                if modifier.type == "ARMATURE":
+                    modifier.object = twin
+        copies.append(twin)
+    bpy.context.view_layer.update()
+    return copies
+
+
+def run_generate(rig_file: str | None, prompt: str, out: str, image: str | None = None, frames: int = 96,
+                 variants: int = 3, seed: int = 0, guidance: float = 0.0, loop: bool = False,
+                 preview: str | None = None, report: str | None = None, fps: int = 30,
+                 preview_step: int = 2, preview_resolution: tuple[int, int] = (480, 270),
+                 backend_python: str | None = None, device: str = "auto", threads: int = 0,
+                 creature_seed: int = 0, still: str | None = None) -> dict:
+    """Generate Motion on `rig_file` (or the built-in creature) through the operator; save a .blend
+    (+ a preview of the variants side by side, and/or a still PNG of its middle frame, + a JSON report)."""
+    import sys
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    module = enable_extension()
+    timings["start_blender"] = time.perf_counter() - t0
+    generate = sys.modules[f"{module}.operators.generate"]
+    try:
+        prefs = bpy.context.preferences.addons[module].preferences
+        if backend_python:
+            prefs.backend_python = os.path.abspath(backend_python)
+        prefs.backend_device = device
+        prefs.backend_threads = threads
+        t = time.perf_counter()
+        if rig_file:
+            arm, meshes = import_rig_file(os.path.abspath(rig_file))
+        else:
+            arm, meshes = builtin_creature(creature_seed)
+        timings["load_rig"] = time.perf_counter() - t
+        activate(arm)
+        scene = bpy.context.scene
+        scene.render.fps, scene.render.fps_base = fps, 1.0
+        scene.frame_start = 1
+        t = time.perf_counter()
+        result = bpy.ops.kirin.generate_motion(prompt=prompt, image=image or "", frames=frames,
+                                               variants=variants, seed=seed, guidance=guidance, loop=loop)
+        timings["generate"] = time.perf_counter() - t
+        if result != {"FINISHED"}:
+            raise RuntimeError("Generate Motion failed; Blender printed the reason above.")
+        seconds_to_first_action = time.perf_counter() - t0
+        run = dict(generate.last_run)
+        rig = scene_io.read_rig(arm)
+        os.makedirs(os.path.dirname(os.path.abspath(out)) or ".", exist_ok=True)
+        t = time.perf_counter()
+        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out))
+        timings["save_blend"] = time.perf_counter() - t
+        if preview or still:
+            t = time.perf_counter()
+            actions = [bpy.data.actions[v["action"]] for v in run["variants"]]
+            copies = variants_side_by_side(arm, meshes, rig, actions)
+            # Several variants stand in a row across the direction of travel: look from higher up.
+            view = (1.0, -0.8, 0.7) if copies else (1.0, -0.35, 0.25)
+            setup_preview(arm, rig, os.path.abspath(preview or still), preview_resolution, others=copies,
+                          direction=view, follow=True)
+            if still:
+                os.makedirs(os.path.dirname(os.path.abspath(still)) or ".", exist_ok=True)
+                scene.frame_set((scene.frame_start + scene.frame_end) // 2)
+                scene.render.image_settings.file_format = "PNG"
+                scene.render.filepath = os.path.abspath(still)
+                bpy.ops.render.render(write_still=True)
+            if preview:
+                os.makedirs(os.path.dirname(os.path.abspath(preview)) or ".", exist_ok=True)
+                _video_output(scene, os.path.abspath(preview))
+                scene.frame_step = preview_step
+                bpy.ops.render.render(animation=True)
+            timings["render_preview"] = time.perf_counter() - t
+        summary = {
+            "device": run["device"],
+            "seconds_total": round(time.perf_counter() - t0, 3),
+            "seconds_to_first_action": round(seconds_to_first_action, 3),
+            "seconds_model": round(run["seconds_model"], 3),
+            "prompt": prompt,
+            "image": os.path.abspath(image) if image else None,
+            "rig": os.path.abspath(rig_file) if rig_file else "built-in creature",
+            "armature": arm.name,
+            "bones": rig.joint_count,
+            "meshes": [m.name for m in meshes],
+            "fps": fps,
+            "variants": [
+                {k: v.get(k) for k in ("action", "frames", "seed", "foot_skating", "jitter", "penetration",
+                                       "bone_length_error", "retrieved")}
+                for v in run["variants"]
+            ],
+            "blend": os.path.abspath(out),
+            "preview": os.path.abspath(preview) if preview else None,
+            "still": os.path.abspath(still) if still else None,
+            "timings_s": {k: round(v, 3) for k, v in timings.items()},
+        }
+    finally:
+        disable_extension(module)
+    if report:
+        os.makedirs(os.path.dirname(os.path.abspath(report)) or ".", exist_ok=True)
         Path(report).write_text(json.dumps(summary, indent=2))
     return summary
 

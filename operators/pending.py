@@ -32,7 +32,6 @@ def _pending(idname: str, label: str, waits_for: str) -> type:
 
 
 CLASSES = (
-    _pending("kirin.generate_motion", "Generate Motion", "arrives with the motion model and backend"),
     _pending("kirin.sample_pose", "Sample Pose", "arrives with the pose-space model"),
     _pending("kirin.project_pose", "Project Pose", "arrives with the pose-space model"),
     _pending("kirin.bind_mesh", "Bind Mesh", "arrives with mesh motion binding"),

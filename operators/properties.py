@@ -45,7 +45,13 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
     fps: IntProperty(name="FPS", default=30, min=1, max=240)
     seed: IntProperty(name="Seed", default=0, min=0)
     variants: IntProperty(name="Variants", default=1, min=1, max=8)
-    guidance: FloatProperty(name="Guidance", default=2.5, min=0.0, max=10.0)
+    guidance: FloatProperty(name="Guidance", default=2.5, min=0.0, max=10.0,
+                            description="How closely the motion follows the prompt (0: the model's default)")
+    loop: BoolProperty(name="Loop", default=False,
+                       description="Make the motion loop (the last frame meets the first)")
+    inbetween: BoolProperty(name="In-between keys", default=False,
+                            description="Keep the active action's keyframes in the frame range and fill in "
+                            "the frames between them")
 
     motion_file: StringProperty(name="Motion file", subtype="FILE_PATH",
                                 description="BVH, glTF/GLB or Kirin .npz clip to apply")

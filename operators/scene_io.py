@@ -257,12 +257,28 @@ def action_channelbag(action, obj: bpy.types.Object):
     return None
 
 
-def read_action(obj: bpy.types.Object, rig: Rig, action, fps: float | None = None) -> Motion:
-    """Sample an existing Action on the armature into a Motion (rotations; root location)."""
+def action_key_frames(action, obj: bpy.types.Object) -> np.ndarray:
+    """The frames (sorted, unique, rounded to whole frames) where the action keys obj's bones."""
+    bag = action_channelbag(action, obj)
+    found = [np.empty(0)]
+    for fcurve in (bag.fcurves if bag is not None else ()):
+        if _BONE_PATH.match(fcurve.data_path) is None:
+            continue
+        points = fcurve.keyframe_points
+        co = np.empty(len(points) * 2, dtype=np.float32)
+        points.foreach_get("co", co)
+        found.append(co[0::2])
+    return np.unique(np.round(np.concatenate(found)).astype(np.int64))
+
+
+def read_action(obj: bpy.types.Object, rig: Rig, action, fps: float | None = None,
+                frame_range: tuple[int, int] | None = None) -> Motion:
+    """Sample an existing Action on the armature into a Motion (rotations; root location), over
+    its frame range or the given (first, last) frames."""
     bag = action_channelbag(action, obj)
     if bag is None or len(bag.fcurves) == 0:
         raise SceneError(f"The action '{action.name}' has no animation for '{obj.name}'.")
-    start, end = (int(round(v)) for v in action.frame_range)
+    start, end = frame_range or (int(round(v)) for v in action.frame_range)
     frames = np.arange(start, max(end, start) + 1, dtype=np.float64)
     channels: dict[tuple[str, str], dict[int, np.ndarray]] = {}
     for fcurve in bag.fcurves:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import StringProperty
+from bpy.props import EnumProperty, IntProperty, StringProperty
 
 ADDON_ID = __package__.rpartition(".")[0]  # "bl_ext.<repo>.kirin" when installed as an extension
 
@@ -13,17 +13,36 @@ class KirinPreferences(bpy.types.AddonPreferences):
 
     backend_python: StringProperty(
         name="Backend Python", subtype="FILE_PATH",
-        description="Python executable of Kirin's backend environment (.venv/bin/python of a checkout)",
+        description="Python executable of Kirin's backend environment (.venv/bin/python of a checkout); "
+        "empty: the .venv next to the extension",
     )
     backend_url: StringProperty(
-        name="Backend URL", description="URL of an already running backend (e.g. a GPU machine); "
-        "empty starts a local one",
+        name="Backend URL", description="URL of an already running backend (e.g. a GPU machine running "
+        "`kirin serve --host 0.0.0.0`); empty starts a local one",
     )
+    backend_token_file: StringProperty(
+        name="Token file", subtype="FILE_PATH",
+        description="The running backend's token file (its --token-file), copied to this machine",
+    )
+    backend_device: EnumProperty(
+        name="Device", default="auto", description="Where a local backend runs the model",
+        items=[("auto", "Auto", "CUDA when available, else CPU"), ("cpu", "CPU", ""), ("cuda", "CUDA", "")],
+    )
+    backend_threads: IntProperty(name="CPU threads", default=0, min=0, max=256,
+                                 description="Threads a local backend may use (0: its default)")
 
     def draw(self, context):
         layout = self.layout
-        layout.prop(self, "backend_python")
-        layout.prop(self, "backend_url")
+        col = layout.column(heading="Local backend")
+        col.prop(self, "backend_python")
+        row = col.row(align=True)
+        row.prop(self, "backend_device")
+        row.prop(self, "backend_threads")
+        col = layout.column(heading="Remote backend")
+        col.prop(self, "backend_url")
+        sub = col.column()
+        sub.active = bool(self.backend_url)
+        sub.prop(self, "backend_token_file")
 
 
 class KIRIN_UL_joint_map(bpy.types.UIList):
@@ -64,12 +83,17 @@ class KIRIN_PT_generate(_KirinPanel, bpy.types.Panel):
         layout = self.layout
         layout.prop(settings, "prompt", text="")
         layout.prop(settings, "reference_image")
-        layout.prop(settings, "driving_video")
         grid = layout.grid_flow(columns=2, align=True)
-        for name in ("frames", "fps", "seed", "variants"):
+        for name in ("frames", "variants", "seed"):
             grid.prop(settings, name)
+        grid.prop(context.scene.render, "fps", text="FPS")
         layout.prop(settings, "guidance", slider=True)
+        row = layout.row(align=True)
+        row.prop(settings, "loop", toggle=True)
+        row.prop(settings, "inbetween", toggle=True)
         layout.operator("kirin.generate_motion", icon="PLAY")
+        layout.separator()
+        layout.prop(settings, "driving_video")
         layout.operator("kirin.motion_from_video", icon="FILE_MOVIE")
 
 

@@ -130,6 +130,13 @@ def test_inpainted_frames_are_kept_exactly(model_and_rig):
         np.sum(out.motion.rotations[frames][:, below_root] * keep.rotations[frames][:, below_root], -1)
     )
     assert dots.min() > 1 - 1e-6
+    # With the clean-up too (it moves legs and lifts the root): every kept frame exactly as keyed.
+    cleaned = model.generate(
+        prepared, "a dog walking", frames=24, seed=3, steps=4, keep=keep, keep_frames=frames
+    )[0]
+    assert np.abs(cleaned.motion.root_positions[frames] - keep.root_positions[frames]).max() < 1e-9 * size
+    dots = np.abs(np.sum(cleaned.motion.rotations[frames] * keep.rotations[frames], -1))
+    assert dots.min() > 1 - 1e-9 and "key_corrections" in cleaned.report
 
 
 def test_kept_joints_are_kept_exactly_and_the_rest_generated(model_and_rig):

@@ -1,0 +1,477 @@
+"""Generate Motion: the selected armature (and its skinned mesh) → the backend → new Actions.
+
+Two paths share every step but the waiting:
+- `execute()` (scripts, the `kirin` command line, headless tests) submits the job and blocks on
+  `job.wait()`;
+- `invoke()` + `modal()` (a user's click) submits the job and returns at once; a window timer calls
+  `GenerationTask.poll()` (one short `poll_once()` request), the status bar shows the progress, Esc
+  cancels the job. Nothing in the scene changes until the result is written, all in one step, so a
+  cancelled or failed job leaves the scene as it was and one Undo removes a finished one.
+
+The request goes out in the rig's canonical frame (as the add-on detects it: the armature's world
+matrix and the user's Up/Forward settings), so the backend's own detection has nothing to guess;
+the variants come back on the same bones and are brought back to armature space before
+`scene_io.write_action` keys them (it writes the pose-space basis, Blender's inverse-bind form).
+The job machinery (`GenerationTask`) touches no bpy type, so it is tested without timers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
+
+from ..kirin_addon.backend.client import (
+    BackendClient,
+    BackendError,
+    GenerationJob,
+    GenerationResult,
+    JobCancelledError,
+    ensure_backend,
+)
+from ..kirin_addon.backend.protocol import MAX_FRAMES, MAX_VARIANTS
+from ..kirin_addon.motion import Motion, pin_frames
+from ..kirin_addon.rig import Rig
+from ..kirin_addon.skinning import SkinnedMesh
+from . import nla, scene_io
+from .motion_file import target_frame
+
+ADDON_ID = __package__.rpartition(".")[0]  # the add-on's module ("bl_ext.<repo>.kirin" as an extension)
+ROOT = Path(__file__).resolve().parents[1]
+NAME_LIMIT = 63  # bytes in a Blender ID name
+# Magic numbers of the image files a reference image may be (the backend decodes them).
+IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"BM", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*")
+
+# What the last finished Generate Motion made (the `kirin generate` report reads it).
+last_run: dict = {}
+
+
+# ----------------------------------------------------------------------------- the backend
+def preferences(context=None):
+    """The add-on's preferences (None when Kirin runs as a plain package, e.g. some tests)."""
+    context = context or bpy.context
+    addon = context.preferences.addons.get(ADDON_ID)
+    return None if addon is None else addon.preferences
+
+
+def default_backend_python() -> str | None:
+    """The Python of the checkout's .venv next to the extension (its backend environment)."""
+    for candidate in (ROOT / ".venv" / "bin" / "python", ROOT / ".venv" / "Scripts" / "python.exe"):
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def backend_options(context=None) -> dict:
+    """How to reach the backend, from the preferences (or the defaults)."""
+    prefs = preferences(context)
+    url = (getattr(prefs, "backend_url", "") or "").strip()
+    options = {
+        "url": url or None,
+        "token_file": bpy.path.abspath(getattr(prefs, "backend_token_file", "") or "") or None,
+        "python": bpy.path.abspath(getattr(prefs, "backend_python", "") or "") or None,
+        "device": getattr(prefs, "backend_device", "auto") or "auto",
+        "threads": int(getattr(prefs, "backend_threads", 0) or 0),
+    }
+    if options["python"] is None:
+        options["python"] = os.environ.get("KIRIN_BACKEND_PYTHON") or default_backend_python()
+    return options
+
+
+def connect(context=None) -> BackendClient:
+    """A client of a working backend: the URL of a running one, else the one this Blender started
+    (started now on first use; a dead one is replaced)."""
+    options = backend_options(context)
+    if options["url"]:
+        return ensure_backend(url=options["url"], token_file=options["token_file"])
+    python = options["python"]
+    if not python:
+        raise BackendError(
+            "Kirin's backend needs its own Python environment: set 'Backend Python' (the .venv/bin/python "
+            "of a Kirin checkout) or a backend URL in the add-on preferences."
+        )
+    if not os.path.isfile(python):
+        raise BackendError(f"The backend Python {python} does not exist: fix it in the add-on preferences.")
+    extra = {"threads": options["threads"]} if options["threads"] else {}
+    return ensure_backend(python, device=options["device"], **extra)
+
+
+# ----------------------------------------------------------------------------- the request
+@dataclass
+class GenerateInput:
+    """A checked Generate Motion request, read from the scene (everything the job and the write need)."""
+
+    armature: str  # object name
+    rig: Rig  # armature space
+    canonical_rig: Rig  # what the backend gets
+    to_canonical: np.ndarray  # (4,4) armature space → canonical frame
+    mesh: SkinnedMesh | None  # in the canonical frame
+    prompt: str | None
+    image: str | None
+    frames: int
+    fps: float
+    frame_start: int
+    seed: int
+    variants: int
+    guidance: float | None
+    loop: bool
+    keep: Motion | None = None  # canonical frame
+    keep_frames: np.ndarray | None = None
+    keep_armature: Motion | None = None  # the keys as read (armature space)
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_image(path: str) -> str:
+    """The reference image's absolute path; SceneError for a missing file or one that is no image."""
+    full = os.path.abspath(bpy.path.abspath(path))
+    if not os.path.exists(full):
+        raise scene_io.SceneError(f"The reference image {full} does not exist.")
+    if not os.path.isfile(full):
+        raise scene_io.SceneError(f"The reference image {full} is not a file.")
+    try:
+        with open(full, "rb") as handle:
+            head = handle.read(16)
+    except OSError as exc:
+        raise scene_io.SceneError(f"Cannot read the reference image {full}: {exc.strerror or exc}") from None
+    webp = head[:4] == b"RIFF" and head[8:12] == b"WEBP"
+    if not webp and not any(head.startswith(magic) for magic in IMAGE_MAGIC):
+        raise scene_io.SceneError(
+            f"{os.path.basename(full)} is not an image file (PNG, JPEG, BMP, GIF, TIFF or WebP)."
+        )
+    return full
+
+
+def _to_frame(motion: Motion, matrix: np.ndarray) -> Motion:
+    """The motion of a rig moved by the similarity `matrix` (local rotations are unchanged)."""
+    scale = float(np.cbrt(np.linalg.det(matrix[:3, :3])))
+    root = motion.root_positions @ matrix[:3, :3].T + matrix[:3, 3]
+    moved = None if motion.translations is None else motion.translations * scale
+    return Motion(motion.fps, root, motion.rotations, moved)
+
+
+def read_request(context, *, prompt: str, image: str, frames: int, variants: int, seed: int,
+                 guidance: float, loop: bool, inbetween: bool) -> GenerateInput:
+    """Check the input and read the scene; SceneError (a user-facing message) for bad input."""
+    prompt = (prompt or "").strip()
+    image = (image or "").strip()
+    if not prompt and not image:
+        raise scene_io.SceneError("The prompt is empty: describe the motion, e.g. 'a wolf trotting forward'.")
+    if not 1 <= frames <= MAX_FRAMES:
+        raise scene_io.SceneError(f"Frames must be from 1 to {MAX_FRAMES}, got {frames}.")
+    if not 1 <= variants <= MAX_VARIANTS:
+        raise scene_io.SceneError(f"Variants must be from 1 to {MAX_VARIANTS}, got {variants}.")
+    if not 0 <= seed < 2**31:
+        raise scene_io.SceneError(f"The seed must be from 0 to {2**31 - 1}, got {seed}.")
+    image_path = check_image(image) if image else None
+    arm = scene_io.armature_from_context(context)
+    scene_io.check_object_scale(arm)
+    rig = scene_io.read_rig(arm)
+    if not np.any(rig.deform):
+        raise scene_io.SceneError(
+            f"The armature '{arm.name}' has no deform bones: mark the bones that move the mesh as Deform."
+        )
+    frame = target_frame(arm, rig)
+    to_canonical = frame.matrix()
+    mesh = None
+    # The skin: the selected mesh if it is bound to this armature, else its largest bound mesh.
+    active = context.active_object
+    meshes = [o for o in context.scene.objects if o.type == "MESH" and o.find_armature() == arm]
+    if meshes:
+        try:
+            body = active if active in meshes else max(meshes, key=lambda o: len(o.data.vertices))
+            mesh = scene_io.read_skinned_mesh(body, arm, rig)
+            mesh = SkinnedMesh(mesh.vertices @ to_canonical[:3, :3].T + to_canonical[:3, 3], mesh.triangles,
+                               mesh.joint_indices, mesh.joint_weights)
+        except scene_io.SceneError:
+            mesh = None  # an unweighted child mesh: generate for the bones alone
+    scene = context.scene
+    fps = scene.render.fps / scene.render.fps_base
+    request = GenerateInput(arm.name, rig, rig.transformed(to_canonical), to_canonical, mesh, prompt or None,
+                            image_path, int(frames), float(fps), int(scene.frame_start), int(seed),
+                            int(variants), float(guidance) if guidance > 0 else None, bool(loop))
+    if inbetween:
+        anim = arm.animation_data
+        action = anim.action if anim is not None else None
+        if action is None:
+            raise scene_io.SceneError(f"In-betweening needs keyframes: '{arm.name}' has no active action.")
+        last = request.frame_start + request.frames - 1
+        keyed = scene_io.action_key_frames(action, arm)
+        keyed = keyed[(keyed >= request.frame_start) & (keyed <= last)]
+        if keyed.size == 0:
+            raise scene_io.SceneError(
+                f"In-betweening needs keyframes in frames {request.frame_start}–{last}: "
+                f"'{action.name}' has none."
+            )
+        keep = scene_io.read_action(arm, rig, action, fps=fps, frame_range=(request.frame_start, last))
+        request.keep_armature = keep
+        request.keep = _to_frame(keep, to_canonical)
+        request.keep_frames = keyed - request.frame_start
+    return request
+
+
+# ----------------------------------------------------------------------------- the job (no bpy)
+class GenerationTask:
+    """One Generate Motion job seen from the add-on: submit, poll (modal) or wait (execute), cancel.
+    Touches no bpy data, so that the modal path is tested without timers."""
+
+    def __init__(self, client: BackendClient, request: GenerateInput):
+        self.request = request
+        self.started = time.perf_counter()
+        self.key_corrections: list[dict] = []  # how far the model missed the kept frames
+        self.job: GenerationJob = client.generate(
+            request.canonical_rig, request.prompt, mesh=request.mesh, image=request.image,
+            frames=request.frames, fps=request.fps, seed=request.seed, variants=request.variants,
+            guidance=request.guidance, keep=request.keep,
+            keep_frames=None if request.keep_frames is None else request.keep_frames.tolist(),
+            loop=request.loop,
+        )
+
+    def poll(self) -> GenerationResult | None:
+        """One status request: the result once the job is done, else None. BackendError when it
+        failed or the backend stopped, JobCancelledError when it was cancelled."""
+        status = self.job.poll_once()
+        return self.job.result() if status.finished else None
+
+    def wait(self, timeout: float | None = None) -> GenerationResult:
+        return self.job.wait(timeout=timeout)
+
+    def cancel(self) -> None:
+        try:
+            self.job.cancel()
+        except BackendError:
+            pass  # a backend that is gone has nothing left to cancel
+
+    @property
+    def progress_text(self) -> str:
+        status = self.job.status
+        where = f" (queued, {status.position} ahead)" if status.state == "queued" and status.position else ""
+        return (f"Kirin: generating '{self.request.prompt or 'from image'}' {status.progress:.0%} — "
+                f"{status.message}{where}. Esc cancels.")
+
+    def motions(self, result: GenerationResult) -> list[Motion]:
+        """The variants in armature space (kept frames exactly as keyed)."""
+        back = np.linalg.inv(self.request.to_canonical)
+        out = [_to_frame(v.motion, back) for v in result.variants]
+        request = self.request
+        if request.keep_armature is not None:
+            self.key_corrections = []
+            for k, motion in enumerate(out):
+                out[k], change = pin_frames(motion, request.keep_armature, request.keep_frames)
+                self.key_corrections.append(change)
+        return out
+
+
+# ----------------------------------------------------------------------------- writing
+def action_names(request: GenerateInput) -> list[str]:
+    label = request.prompt or os.path.basename(request.image or "image")
+    base = f"Kirin: {label}"
+    names = []
+    for k in range(request.variants):
+        suffix = "" if k == 0 else f" #{k + 1}"
+        room = NAME_LIMIT - len(suffix.encode())
+        text = base.encode()[:room].decode(errors="ignore")
+        names.append(text + suffix)
+    return names
+
+
+def write_results(context, task: GenerationTask, result: GenerationResult, set_frame_range: bool = True):
+    """The variants as new Actions: the first active, the others muted NLA takes. Returns them."""
+    request = task.request
+    arm = bpy.data.objects.get(request.armature)
+    if arm is None or arm.type != "ARMATURE":
+        raise scene_io.SceneError(f"The armature '{request.armature}' is gone: nothing was written.")
+    rig = scene_io.read_rig(arm)
+    if rig.names != request.rig.names:
+        raise scene_io.SceneError(f"The bones of '{arm.name}' changed while generating: nothing was written.")
+    motions = task.motions(result)
+    names = action_names(request)
+    actions = [None] * len(motions)
+    track_name = context.scene.kirin.nla_track or "Kirin"
+    # The takes first (each pushed into its own muted track), the first variant last: it stays active.
+    for k in list(range(1, len(motions))) + [0]:
+        action = scene_io.write_action(arm, rig, motions[k], names[k], frame_start=request.frame_start)
+        if request.loop:
+            action.use_frame_range = True
+            action.use_cyclic = True
+        action["kirin_prompt"] = request.prompt or ""
+        action["kirin_seed"] = int(result.variants[k].seed)
+        actions[k] = action
+        if k > 0:
+            track, _ = nla.push_action_to_track(arm, f"{track_name} {names[k].removeprefix('Kirin: ')}")
+            track.mute = True
+    if set_frame_range:
+        context.scene.frame_end = request.frame_start + request.frames - 1
+    return actions
+
+
+def report_of(task: GenerationTask, result: GenerationResult, actions) -> dict:
+    return {
+        "device": result.device,
+        "backend": result.backend,
+        "seconds_model": result.seconds_model,
+        "seconds_job": result.seconds_job,
+        "seconds_submit_to_actions": time.perf_counter() - task.started,
+        "prompt": task.request.prompt,
+        "armature": task.request.armature,
+        "variants": [
+            {"action": action.name, "frames": task.request.frames, "seed": variant.seed, **variant.metrics,
+             "retrieved": variant.report.get("retrieved")}
+            for action, variant in zip(actions, result.variants, strict=True)
+        ],
+        "kept_frames": None if task.request.keep_frames is None else len(task.request.keep_frames),
+        "key_corrections": task.key_corrections,
+    }
+
+
+# ----------------------------------------------------------------------------- the operator
+class KIRIN_OT_generate_motion(bpy.types.Operator):
+    """Generate new Actions on the selected armature from a text prompt (and an optional reference
+    image) with Kirin's local backend; the first variant becomes active, the others muted NLA takes"""
+
+    bl_idname = "kirin.generate_motion"
+    bl_label = "Generate Motion"
+    bl_options = {"REGISTER", "UNDO"}
+
+    # Unset properties are taken from the panel (scene settings); no hard limits here, so that a
+    # script's frames=0 gets a clear message rather than a silent clamp.
+    prompt: StringProperty(name="Prompt")
+    image: StringProperty(name="Reference image", subtype="FILE_PATH")
+    frames: IntProperty(name="Frames", default=120, soft_min=8, soft_max=MAX_FRAMES)
+    variants: IntProperty(name="Variants", default=1, soft_min=1, soft_max=8)
+    seed: IntProperty(name="Seed", default=0)
+    guidance: FloatProperty(name="Guidance", default=2.5, min=0.0, max=100.0)
+    loop: BoolProperty(name="Loop", default=False)
+    inbetween: BoolProperty(name="In-between keys", default=False,
+                            description="Keep the active action's keyframes in the range; fill in between")
+    timeout: FloatProperty(name="Timeout (s)", default=600.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
+
+    _task: GenerationTask | None = None
+    _timer = None
+
+    @classmethod
+    def poll(cls, context):
+        try:
+            scene_io.armature_from_context(context)
+        except scene_io.SceneError as exc:
+            cls.poll_message_set(str(exc))
+            return False
+        return True
+
+    # ------------------------------------------------------------------ shared steps
+    def _settings(self, context) -> dict:
+        scene = context.scene.kirin
+        out = {}
+        for name, panel_name in (("prompt", "prompt"), ("image", "reference_image"), ("frames", "frames"),
+                                 ("variants", "variants"), ("seed", "seed"), ("guidance", "guidance"),
+                                 ("loop", "loop"), ("inbetween", "inbetween")):
+            use_own = self.properties.is_property_set(name)
+            out[name] = getattr(self, name) if use_own else getattr(scene, panel_name)
+        return out
+
+    def _start(self, context) -> GenerationTask | None:
+        try:
+            request = read_request(context, **self._settings(context))
+            return GenerationTask(connect(context), request)
+        except (scene_io.SceneError, BackendError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+
+    def _finish(self, context, task: GenerationTask, result: GenerationResult) -> set[str]:
+        try:
+            actions = write_results(context, task, result)
+        except (scene_io.SceneError, ValueError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        last_run.clear()
+        last_run.update(report_of(task, result, actions))
+        worst = max((v.metrics.get("bone_length_error") or 0.0) for v in result.variants)
+        self.report({"INFO"}, f"'{actions[0].name}': {len(actions)} variant(s) of {task.request.frames} "
+                    f"frames in {time.perf_counter() - task.started:.1f} s on {result.device}"
+                    + (f" (bone length error {worst:.1e})" if worst > 1e-6 else ""))
+        return {"FINISHED"}
+
+    # ------------------------------------------------------------------ synchronous path
+    def execute(self, context):
+        task = self._start(context)
+        if task is None:
+            return {"CANCELLED"}
+        try:
+            result = task.wait(timeout=self.timeout)
+        except JobCancelledError as exc:
+            self.report({"WARNING"}, str(exc))
+            return {"CANCELLED"}
+        except BackendError as exc:
+            self.report({"ERROR"}, exc.message)
+            return {"CANCELLED"}
+        return self._finish(context, task, result)
+
+    # ------------------------------------------------------------------ modal path
+    def invoke(self, context, event):
+        if context.window is None or bpy.app.background:  # no timers headless: the synchronous path
+            return self.execute(context)
+        task = self._start(context)
+        if task is None:
+            return {"CANCELLED"}
+        self._task = task
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(0.1, window=context.window)
+        wm.modal_handler_add(self)
+        wm.progress_begin(0, 100)
+        self._show(context, task.progress_text)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        task = self._task
+        if task is None:
+            return {"CANCELLED"}
+        if event.type == "ESC" and event.value == "PRESS":
+            task.cancel()
+            self._cleanup(context)
+            self.report({"WARNING"}, "Generate Motion cancelled: nothing was changed.")
+            return {"CANCELLED"}
+        if event.type != "TIMER":  # (another timer's tick only polls a little more often)
+            return {"PASS_THROUGH"}
+        try:
+            result = task.poll()
+        except JobCancelledError as exc:
+            self._cleanup(context)
+            self.report({"WARNING"}, str(exc))
+            return {"CANCELLED"}
+        except BackendError as exc:
+            self._cleanup(context)
+            self.report({"ERROR"}, exc.message)
+            return {"CANCELLED"}
+        if result is None:
+            context.window_manager.progress_update(int(100 * task.job.status.progress))
+            self._show(context, task.progress_text)
+            return {"PASS_THROUGH"}
+        self._cleanup(context)
+        return self._finish(context, task, result)
+
+    def cancel(self, context):  # Blender ends the operator (window closed, file loaded)
+        if self._task is not None:
+            self._task.cancel()
+        self._cleanup(context)
+
+    def _show(self, context, text: str | None) -> None:
+        if context.workspace is not None:
+            context.workspace.status_text_set(text)
+        if context.area is not None:
+            context.area.header_text_set(text)
+
+    def _cleanup(self, context) -> None:
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+        wm.progress_end()
+        self._show(context, None)
+        self._task = None
+
+
+CLASSES = (KIRIN_OT_generate_motion,)
