@@ -37,6 +37,7 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "weights" / "motion"
 # length: farther, the contact label is wrong, and locking it drags the leg straight (the model card
 # has the R-Precision this costs and saves).
 LOCK_LIMIT = 0.3
+VARIATION_STRENGTH = 0.5  # variants beyond the clips found: the clips varied from this far along the noise
 KEEP_STRENGTH = 0.6  # a retrieved clip under kept frames (in-betweening) starts this far along the noise
 
 
@@ -333,8 +334,25 @@ class MotionModel:
             def step_hook(x0: torch.Tensor) -> torch.Tensor:
                 return crossfade_loop(x0, extra)
 
+        # Per variant: how far along the noise schedule it starts (1: from noise, 0: the clip as it is).
+        strengths = np.full(variants, strength if init is not None else 1.0)
         if init is not None and strength <= 0.0:  # the retrieved clips as they are
+            as_is = len(retrieved)
+            strengths[as_is:] = VARIATION_STRENGTH  # more variants than clips: variations of them
             x0 = step_hook(init) if step_hook is not None else init
+            if variants > as_is:
+                x0 = x0.clone()
+                x0[as_is:] = self.diffusion.sample_ddim(
+                    predict,
+                    (variants - as_is,) + shape[1:],
+                    steps=steps,
+                    guidance=guidance,
+                    noise=noise[as_is:],
+                    progress=progress,
+                    hook=step_hook,
+                    init=init[as_is:],
+                    strength=VARIATION_STRENGTH,
+                )
         elif sampler == "ancestral":  # the full-length reference sampler (benchmarks)
             x0 = self.diffusion.sample_ancestral(
                 predict, shape, guidance=guidance, generator=generator, inpaint=inpaint
@@ -359,10 +377,11 @@ class MotionModel:
         x0 = x0[:, :frames]
         seconds = time.perf_counter() - started
         features = (x0 * self.std + self.mean).numpy().astype(np.float64)
-        if smooth > 0 and not (retrieved and strength <= 0.0):  # seams of the network's tokens
+        sampled = strengths > 0  # the network made these: smooth its token seams
+        if smooth > 0 and sampled.any():
             whole = None if inpaint is None else inpaint.mask[0, :frames].any(-1).all(-1)  # every joint kept
             kept = None if whole is None else np.flatnonzero(whole.numpy())
-            features = smooth_in_time(features, smooth, kept, wrap=loop)
+            features[sampled] = smooth_in_time(features[sampled], smooth, kept, wrap=loop)
             if inpaint is not None:  # kept joints of partly kept frames come back exact as well
                 mask = inpaint.mask[:, :frames].numpy()
                 values = (inpaint.values[:, :frames] * self.std + self.mean).numpy()
@@ -383,7 +402,7 @@ class MotionModel:
                     "caption": found.caption,
                     "score": round(found.score, 3),
                     "mapped": round(found.mapped, 3),
-                    "strength": strength,
+                    "strength": float(strengths[v]),
                 }
             if clean and prepared.feet.size:
                 motion, report["cleanup"] = _clean(canon.rig, prepared.feet, motion, contacts)

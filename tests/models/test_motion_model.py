@@ -297,6 +297,16 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     )[0]
     assert kept.report["retrieved"]["strength"] >= 0.5
     assert np.abs(kept.features[frames] - out.features[frames]).max() < 1e-4
+    # More variants than clips found: the rest are variations of them, never copies.
+    exact = RetrievalConfig(strength=0.0, min_score=0.999)
+    many = model.generate(
+        prepared, caption, frames=30, bank=bank, retrieval=exact, variants=3, steps=4, clean=False
+    )
+    assert [v.report["retrieved"]["strength"] for v in many][0] == 0.0
+    assert any(v.report["retrieved"]["strength"] > 0 for v in many)
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert np.abs(many[a].features - many[b].features).max() > 1e-3
     strict = RetrievalConfig(min_score=1.01)  # nothing is that close: plain generation
     plain = model.generate(prepared, caption, frames=30, bank=bank, retrieval=strict, steps=2, clean=False)[0]
     assert "retrieved" not in plain.report
