@@ -29,7 +29,7 @@ from .dataset import MAX_TOKENS
 from .denoiser import Denoiser, added_since_v0, patchify, unpatchify
 from .diffusion import Diffusion, Inpaint
 from .representation import CONTACT, CanonicalRig, canonical_rig, features_to_motion, motion_features
-from .retrieval import MotionBank, RetrievalConfig, fit_length, open_default_bank, retime
+from .retrieval import MotionBank, RetrievalConfig, fit_length, open_default_bank, retime, retime_rows
 from .rig_features import EDGE_TYPES, MAX_HOPS, rig_features
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "weights" / "motion"
@@ -324,7 +324,12 @@ class MotionModel:
                 found = retrieved[v % len(retrieved)]
                 loops = bool(bank.cache.records[found.record].get("loop")) or loop
                 played = retime(found.motion, frames, loops)
-                references.append(fit_length(self._features(prepared, played), total, loops))
+                reference = self._features(prepared, played)
+                if found.contacts is not None:  # the library's exact labels, not ones guessed from motion
+                    planted = retime_rows(found.contacts, played.frame_count).astype(np.float32)
+                    mean, std = float(self.mean[CONTACT]), float(self.std[CONTACT])
+                    reference[:, prepared.feet, CONTACT] = (planted - mean) / std
+                references.append(fit_length(reference, total, loops))
             init = torch.from_numpy(np.stack(references))
         # Kept frames spliced into a clip as it is would jump at their edges: the network blends them.
         strength = max(retrieval.strength, KEEP_STRENGTH) if inpaint is not None else retrieval.strength
@@ -405,7 +410,9 @@ class MotionModel:
                     "strength": float(strengths[v]),
                 }
             if clean and prepared.feet.size:
-                motion, report["cleanup"] = _clean(canon.rig, prepared.feet, motion, contacts)
+                # A clip's own contacts are exact; the network's are doubted (confirmed by the feet).
+                trusted = bool(retrieved) and strengths[v] <= 0.0
+                motion, report["cleanup"] = _clean(canon.rig, prepared.feet, motion, contacts, not trusted)
             motion = from_canonical(canon, prepared.rig, motion)
             if keep is not None:  # kept frames exactly as given, whatever the root path and clean-up did
                 pinned = np.arange(keep.frame_count) if keep_frames is None else np.asarray(keep_frames)
@@ -499,8 +506,10 @@ def from_canonical(canon: CanonicalRig, rig: Rig, motion: Motion) -> Motion:
     )
 
 
-def _clean(rig: Rig, feet: np.ndarray, motion: Motion, contacts: np.ndarray) -> tuple[Motion, dict]:
+def _clean(
+    rig: Rig, feet: np.ndarray, motion: Motion, contacts: np.ndarray, confirm: bool = True
+) -> tuple[Motion, dict]:
     from ..kirin_addon.cleanup import clean_motion
 
-    result = clean_motion(rig, motion, contacts=contacts, feet=feet, max_lock=LOCK_LIMIT, confirm=True)
+    result = clean_motion(rig, motion, contacts=contacts, feet=feet, max_lock=LOCK_LIMIT, confirm=confirm)
     return result.motion, result.summary()

@@ -29,7 +29,7 @@ from ..kirin_addon.rig import Rig
 from .batching import usable
 from .dataset import FeatureCache, load_record_clip, rig_key
 from .evaluator import sentence_vectors
-from .representation import CanonicalRig, canonical_rig
+from .representation import CONTACT, CanonicalRig, canonical_rig
 
 MIDLINE = 0.015  # body sizes from the midline: a foot nearer than this is a tail tip, not a leg
 MAX_STRETCH = 1.5  # a one-shot clip may be played up to this much faster or slower to fit the length
@@ -95,6 +95,9 @@ class Retrieved:
     score: float
     motion: Motion  # retargeted onto the rig, in the rig's own space
     mapped: float  # share of the rig's joints that follow a joint of the clip
+    # (T,F) the clip's own foot contacts (exact labels of the library) for the rig's feet, in the
+    # order of the `feet` asked for; None when a foot follows no foot of the clip's creature
+    contacts: np.ndarray | None = None
 
 
 class MotionBank:
@@ -179,7 +182,13 @@ class MotionBank:
             result = retarget(
                 clip.rig, clip.motion, rig, fit.mapping, source_frame=fit.source_frame, target_frame=frame
             )
-            found.append(Retrieved(record, self.cache.captions[caption], score, result.motion, fit.mapped))
+            contacts = None
+            if all(f is not None for f in fit.foot_sources):
+                planted = self.cache.features(record)[:, :, CONTACT] > 0.5
+                contacts = planted[:, np.asarray(fit.foot_sources, dtype=np.int64)]
+            found.append(
+                Retrieved(record, self.cache.captions[caption], score, result.motion, fit.mapped, contacts)
+            )
             if len(found) == count:
                 break
         return found
@@ -194,6 +203,7 @@ class _Fit:
     mapped: float  # share of the rig's joints mapped
     legs_match: bool
     source_frame: CanonicalFrame
+    foot_sources: list[int | None]  # per foot of the rig: the creature's foot it follows
 
     @classmethod
     def of(cls, source: CanonicalRig, target: CanonicalRig) -> _Fit:
@@ -201,7 +211,13 @@ class _Fit:
 
         mapping = auto_map_joints(source.rig, target.rig)
         mapped = sum(v is not None for v in mapping.values()) / target.rig.joint_count
-        return cls(mapping, mapped, _feet_follow_feet(mapping, target, source), source.frame)
+        near = _near_feet(source.rig, source.feet)
+        foot_sources = []
+        for foot in np.asarray(target.feet).reshape(-1):
+            name = mapping.get(target.rig.names[int(foot)])
+            foot_sources.append(next((f for f, names in near if name in names), None))
+        legs = _feet_follow_feet(mapping, target, source)
+        return cls(mapping, mapped, legs, source.frame, foot_sources)
 
     def fits(self, config: RetrievalConfig) -> bool:
         return self.legs_match and self.mapped >= config.min_mapped
@@ -219,16 +235,20 @@ def _same_travel(direction: str | None, metadata: dict) -> bool:
     return not (wanted and travels and moving) or wanted == travels
 
 
-def _legs(rig: Rig, feet: np.ndarray) -> list[set[str]]:
-    """Per foot off the midline of a canonical rig (+X its left; a long tail's tip on the ground is
-    no leg), the names of the foot and the joints just above and below it (rigs split ankles
-    differently)."""
+def _near_feet(rig: Rig, feet: np.ndarray) -> list[tuple[int, set[str]]]:
+    """Per foot, the foot and the names of it and the joints just above and below it (rigs split
+    ankles differently)."""
     out = []
     for j in np.asarray(feet).reshape(-1):
-        if abs(rig.heads[j, 0]) > MIDLINE * rig.body_size:
-            near = {int(j), int(rig.parents[j]), *(int(c) for c in rig.children[j])}
-            out.append({rig.names[k] for k in near if k >= 0})
+        near = {int(j), int(rig.parents[j]), *(int(c) for c in rig.children[j])}
+        out.append((int(j), {rig.names[k] for k in near if k >= 0}))
     return out
+
+
+def _legs(rig: Rig, feet: np.ndarray) -> list[set[str]]:
+    """`_near_feet` of the feet off the midline of a canonical rig (+X its left; a long tail's tip
+    on the ground is no leg)."""
+    return [names for j, names in _near_feet(rig, feet) if abs(rig.heads[j, 0]) > MIDLINE * rig.body_size]
 
 
 def _feet_follow_feet(mapping: dict[str, str | None], target: CanonicalRig, source: CanonicalRig) -> bool:
@@ -254,6 +274,13 @@ def retime(motion: Motion, frames: int, loop: bool) -> Motion:
     ratio = float(np.clip((frames - 1) / (motion.frame_count - 1), 1 / MAX_STRETCH, MAX_STRETCH))
     played = motion.resampled(motion.fps * ratio)
     return Motion(motion.fps, played.root_positions, played.rotations, played.translations)
+
+
+def retime_rows(values: np.ndarray, frames: int) -> np.ndarray:
+    """Per-frame values (T,...) of a clip (e.g. its contacts) at the frames `retime` played it at
+    (`frames` of them, ends aligned): the nearest frame's."""
+    index = np.round(np.linspace(0, len(values) - 1, frames)).astype(np.int64)
+    return values[index]
 
 
 def fit_length(features: np.ndarray, frames: int, loop: bool) -> np.ndarray:
