@@ -1,5 +1,5 @@
 """Benchmark the Generate Motion backend as the add-on uses it: a `kirin serve` subprocess and the
-standard-library client, on a procedural quadruped.
+standard-library client, on a procedural quadruped or a glTF character (`--rig`, e.g. the Fox).
 
 - cold start: process launch → listening → model loaded → first 120-frame result decoded (goal on
   the CPU: ≤ 5 s to the first result);
@@ -9,6 +9,7 @@ standard-library client, on a procedural quadruped.
   against `MotionModel.generate` run in this process with the same settings (this run's ratio).
 
 Run: .venv/bin/python benchmarks/bench_backend.py [--frames 120] [--repeats 3] [--threads 1]
+     [--rig ../shared/assets/khronos_fox/Fox.glb --prompt "a fox trotting forward"]
 The machine is shared: seconds vary between runs; the ratios measured within one run are what count.
 """
 
@@ -25,7 +26,7 @@ from kirin.kirin_addon.backend.client import start_backend
 from kirin.kirin_addon.backend.protocol import generate_request
 from kirin.kirin_addon.families import build_creature
 
-PROMPT = "a dog trotting forward"
+PROMPT = "a dog trotting forward"  # the default; --prompt
 
 
 def memory_mb(pid: int) -> dict[str, float | None]:
@@ -62,7 +63,7 @@ def in_process(args: argparse.Namespace, creature) -> dict[str, float]:
     times = []
     for seed in range(args.repeats + 1):  # the first is a warm-up
         started = time.perf_counter()
-        model.generate(prepared, PROMPT, frames=args.frames, seed=seed, variants=args.variants)
+        model.generate(prepared, args.prompt, frames=args.frames, seed=seed, variants=args.variants)
         times.append(time.perf_counter() - started)
     return {"load_s": load, "generate_s": statistics.median(times[1:])}
 
@@ -79,8 +80,17 @@ def main() -> None:
                         help="motion bank: 'default' (what Generate Motion uses) or 'none' (diffusion only)")
     parser.add_argument("--poll", type=float, default=0.5, help="long-poll length of GenerationJob.wait (s)")
     parser.add_argument("--json", help="also write the numbers here")
+    parser.add_argument("--rig", help="a glTF character (its skin and mesh) instead of the quadruped")
+    parser.add_argument("--prompt", default=PROMPT)
     args = parser.parse_args()
     creature = build_creature("quadruped", args.seed)
+    if args.rig:
+        from types import SimpleNamespace
+
+        from kirin.kirin_addon.io_gltf import load_gltf
+
+        asset = load_gltf(args.rig)
+        creature = SimpleNamespace(rig=asset.rig, mesh=asset.mesh)
 
     # ---------------------------------------------------------------- cold: launch to first result
     started = time.perf_counter()
@@ -91,7 +101,7 @@ def main() -> None:
     try:
         health = client.wait_ready(timeout=300, interval=0.02)
         ready = time.perf_counter() - started
-        job = client.generate(creature.rig, PROMPT, mesh=creature.mesh, frames=args.frames,
+        job = client.generate(creature.rig, args.prompt, mesh=creature.mesh, frames=args.frames,
                               variants=args.variants)
         first = job.wait(timeout=600, interval=args.poll)
         cold = time.perf_counter() - started
@@ -101,11 +111,11 @@ def main() -> None:
         client_times, job_times, model_times, encode_times, sizes = [], [], [], [], []
         for seed in range(args.repeats):
             t0 = time.perf_counter()
-            body = generate_request(creature.rig, PROMPT, mesh=creature.mesh, frames=args.frames,
+            body = generate_request(creature.rig, args.prompt, mesh=creature.mesh, frames=args.frames,
                                     variants=args.variants, seed=seed)
             encode_times.append(time.perf_counter() - t0)
             sizes.append(len(json.dumps(body)))
-            job = client.generate(creature.rig, PROMPT, mesh=creature.mesh, frames=args.frames,
+            job = client.generate(creature.rig, args.prompt, mesh=creature.mesh, frames=args.frames,
                                   variants=args.variants, seed=seed)
             result = job.wait(timeout=600, interval=args.poll)
             client_times.append(time.perf_counter() - t0)
@@ -122,7 +132,8 @@ def main() -> None:
         "frames": args.frames,
         "variants": args.variants,
         "joints": creature.rig.joint_count,
-        "mesh_vertices": creature.mesh.vertex_count,
+        "rig": args.rig or f"procedural quadruped {args.seed}",
+        "mesh_vertices": creature.mesh.vertex_count if creature.mesh is not None else 0,
         "device": health.get("device"),
         "backend": health.get("backend"),
         "cold_listening_s": listening,
@@ -143,7 +154,7 @@ def main() -> None:
         "backend_peak_rss_mb": memory["peak_rss_mb"],
         "backend_rss_after_first_mb": memory_after_first["rss_mb"],
     }
-    print(f"procedural quadruped: {numbers['joints']} joints, {numbers['mesh_vertices']} vertices; "
+    print(f"{numbers['rig']}: {numbers['joints']} joints, {numbers['mesh_vertices']} vertices; "
           f"{args.frames} frames x {args.variants} variant(s); bank {args.bank}; "
           f"device {numbers['device']} ({numbers['backend']})")
     print(f"cold start: listening {listening:.2f} s, model ready {ready:.2f} s, first result {cold:.2f} s "

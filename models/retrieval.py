@@ -82,6 +82,11 @@ class RetrievalConfig:
     min_score: float = 0.6  # cosine between MiniLM sentence vectors of the prompt and a caption
     min_mapped: float = 0.5  # share of the rig's joints the joint mapping must reach (wings may stay still)
     candidates: int = 8  # best captions tried, in order, until one's creature fits the rig
+    within: float = 0.1  # ... as long as they are this close to the best caption's score (no other action)
+    # Body sizes per second a planted foot may slide on the rig once retargeted (mean over the
+    # clip's own contact frames): faster, the proportions do not carry the motion over (the lock
+    # could not hold those feet without dragging the legs) and the network does better.
+    max_slide: float = 0.3
     # How far along the noise schedule generation starts from the retrieved clip (SDEdit): 0 takes
     # the clip as it is (cleaned up), 1 ignores it. Measured in the model card: the v0 network
     # loses R-Precision even at 0.02 (its x0 at low noise is not yet the identity), so 0 for now.
@@ -165,8 +170,10 @@ class MotionBank:
         target = CanonicalRig(rig.transformed(frame.matrix()), frame, np.asarray(feet))
         target_key = rig_key(rig)
         found: list[Retrieved] = []
-        for record, caption, score in self.search(vector, max(config.candidates, count)):
-            if score < config.min_score:
+        results = self.search(vector, max(config.candidates, count))
+        best = results[0][2] if results else 0.0
+        for record, caption, score in results:
+            if score < config.min_score or score < best - config.within:
                 break
             pair = (int(self.cache.records[record]["rig"]), target_key)
             fit = self._fits.get(pair)
@@ -186,12 +193,28 @@ class MotionBank:
             if all(f is not None for f in fit.foot_sources):
                 planted = self.cache.features(record)[:, :, CONTACT] > 0.5
                 contacts = planted[:, np.asarray(fit.foot_sources, dtype=np.int64)]
+                if _stance_slide(result.motion, rig, target, contacts) > config.max_slide:
+                    continue
             found.append(
                 Retrieved(record, self.cache.captions[caption], score, result.motion, fit.mapped, contacts)
             )
             if len(found) == count:
                 break
         return found
+
+
+def _stance_slide(motion: Motion, rig: Rig, target: CanonicalRig, contacts: np.ndarray) -> float:
+    """Mean horizontal speed (body sizes/s) of the rig's feet in the frames the clip says they are
+    planted (contacts (T,F) in the order of target.feet)."""
+    from ..kirin_addon.motion import joint_positions
+
+    if not contacts.any() or motion.frame_count < 2:
+        return 0.0
+    feet = np.asarray(target.feet, dtype=np.int64)
+    points = target.frame.to_canonical_points(joint_positions(rig, motion)[:, feet])
+    speed = np.linalg.norm(np.diff(points[..., :2], axis=0), axis=-1) * motion.fps
+    still = contacts[1:] & contacts[:-1]
+    return float(speed[still].mean()) if still.any() else 0.0
 
 
 @dataclass
