@@ -452,3 +452,21 @@ def test_learning_rate_warms_up_and_decays():
     assert learning_rate(cosine, 400) == pytest.approx(1e-4)  # a run taken past its steps stays at the floor
     with pytest.raises(ValueError, match="schedule"):
         learning_rate(TrainConfig(schedule="step"), 5)
+
+
+def test_stance_slide_tells_a_clip_whose_feet_stay_planted():
+    from kirin.kirin_addon.controllers import generate
+    from kirin.kirin_addon.motion import Motion
+    from kirin.models.representation import canonical_rig
+    from kirin.models.retrieval import _stance_slide
+
+    creature = build_creature("quadruped", 7)
+    clip = generate(creature, "walk", 0, frames=60)
+    target = canonical_rig(creature.rig)
+    legs = [leg.foot for leg in creature.legs()]  # the order of the clip's contact columns
+    contacts = clip.contacts[:, [legs.index(int(f)) for f in target.feet]]
+    assert _stance_slide(clip.motion, creature.rig, target, contacts) < 0.05  # the controller's own
+    skid = clip.motion.root_positions.copy()
+    skid[:, 1] -= np.arange(clip.motion.frame_count) * creature.rig.body_size / clip.motion.fps
+    skidding = Motion(clip.motion.fps, skid, clip.motion.rotations)
+    assert _stance_slide(skidding, creature.rig, target, contacts) > 0.5  # planted feet dragged along
