@@ -39,7 +39,7 @@ from ..kirin_addon.motion import Motion, pin_frames
 from ..kirin_addon.rig import Rig
 from ..kirin_addon.skinning import SkinnedMesh
 from . import nla, scene_io
-from .motion_file import target_frame
+from .motion_file import NeedsArmature, target_frame
 
 ADDON_ID = __package__.rpartition(".")[0]  # the add-on's module ("bl_ext.<repo>.kirin" as an extension)
 ROOT = Path(__file__).resolve().parents[1]
@@ -329,7 +329,7 @@ def report_of(task: GenerationTask, result: GenerationResult, actions) -> dict:
 
 
 # ----------------------------------------------------------------------------- the operator
-class KIRIN_OT_generate_motion(bpy.types.Operator):
+class KIRIN_OT_generate_motion(NeedsArmature, bpy.types.Operator):
     """Generate new Actions on the selected armature from a text prompt (and an optional reference
     image) with Kirin's local backend; the first variant becomes active, the others muted NLA takes"""
 
@@ -352,15 +352,6 @@ class KIRIN_OT_generate_motion(bpy.types.Operator):
 
     _task: GenerationTask | None = None
     _timer = None
-
-    @classmethod
-    def poll(cls, context):
-        try:
-            scene_io.armature_from_context(context)
-        except scene_io.SceneError as exc:
-            cls.poll_message_set(str(exc))
-            return False
-        return True
 
     # ------------------------------------------------------------------ shared steps
     def _settings(self, context) -> dict:

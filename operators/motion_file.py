@@ -53,7 +53,7 @@ def _canonical_pair(arm, rig, source_rig, source_path: str):
     return frame_s, frame_t
 
 
-class _NeedsArmature:
+class NeedsArmature:
     """Operators that act on the selected armature (or the armature of the selected mesh)."""
 
     @classmethod
@@ -66,7 +66,7 @@ class _NeedsArmature:
         return True
 
 
-class KIRIN_OT_map_joints(_NeedsArmature, bpy.types.Operator):
+class KIRIN_OT_map_joints(NeedsArmature, bpy.types.Operator):
     """Match the armature's bones to the joints of the motion file (names, topology, rest geometry);
     edit the result in the list before applying"""
 
@@ -94,7 +94,7 @@ class KIRIN_OT_map_joints(_NeedsArmature, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class KIRIN_OT_apply_motion_file(_NeedsArmature, bpy.types.Operator):
+class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
     """Retarget a BVH, glTF or Kirin clip onto the selected armature as a new Action
     (the current action is kept)"""
 
