@@ -101,7 +101,8 @@ class Retrieved:
     motion: Motion  # retargeted onto the rig, in the rig's own space
     mapped: float  # share of the rig's joints that follow a joint of the clip
     # (T,F) the clip's own foot contacts (exact labels of the library) for the rig's feet, in the
-    # order of the `feet` asked for; None when a foot follows no foot of the clip's creature
+    # order of the `feet` asked for (never planted: a foot that follows none of the clip's feet);
+    # None when no foot follows one
     contacts: np.ndarray | None = None
 
 
@@ -190,9 +191,14 @@ class MotionBank:
                 clip.rig, clip.motion, rig, fit.mapping, source_frame=fit.source_frame, target_frame=frame
             )
             contacts = None
-            if all(f is not None for f in fit.foot_sources):
+            if any(f is not None for f in fit.foot_sources):
+                # A foot that follows none of the clip's (a tail tip resting on the ground) is never
+                # planted; the others take the clip's labels, and must not slide under them.
                 planted = self.cache.features(record)[:, :, CONTACT] > 0.5
-                contacts = planted[:, np.asarray(fit.foot_sources, dtype=np.int64)]
+                contacts = np.zeros((len(planted), len(fit.foot_sources)), dtype=bool)
+                for column, source_foot in enumerate(fit.foot_sources):
+                    if source_foot is not None:
+                        contacts[:, column] = planted[:, source_foot]
                 if _stance_slide(result.motion, rig, target, contacts) > config.max_slide:
                     continue
             found.append(

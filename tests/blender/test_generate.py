@@ -79,7 +79,11 @@ def assert_metrics(variants) -> None:
         assert all(variant[k] is not None and np.isfinite(variant[k]) for k in METRICS)
         assert variant["bone_length_error"] < 1e-5  # rotations only: exact up to float32
         assert variant["penetration"] < 0.01  # body sizes
-        assert 0 <= variant["foot_skating"] < 5.0 and variant["jitter"] >= 0
+        # The model card's bound is 1.5x the data's mean 0.51 B/s over all actions of held-out creatures;
+        # one short trot on one rig runs higher by this metric (feet low and fast count; the Fox's own
+        # Run clip measures 1.39 B/s): 2 B/s per clip. A retargeted clip whose planted feet slid (2.6 on
+        # the Fox before the retrieval checked the slide of every leg) fails it.
+        assert 0 <= variant["foot_skating"] < 2.0 and 0 <= variant["jitter"] < 1000.0
 
 
 def generate(**kwargs):
