@@ -7,6 +7,7 @@ import argparse
 import json
 import time
 from dataclasses import fields, is_dataclass
+from pathlib import Path
 
 from .config import TrainConfig, from_dict, load_config
 
@@ -145,6 +146,20 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def bounds(args: argparse.Namespace) -> int:
+    from .dataset import FeatureCache
+    from .evaluate import data_bounds
+
+    found = data_bounds(FeatureCache(args.cache), args.split, args.samples, args.quantile)
+    if args.model:
+        card_path = Path(args.model) / "model.json"
+        card = json.loads(card_path.read_text())
+        card["bounds"] = found
+        card_path.write_text(json.dumps(card, indent=2) + "\n")
+    print(json.dumps(found, indent=2))
+    return 0
+
+
 def bank_build(args: argparse.Namespace) -> int:
     import torch
 
@@ -207,6 +222,13 @@ def add_parsers(sub, data_sub) -> None:
     bb.add_argument("--threads", type=int, default=1, help="torch threads for the encoders")
     bb.add_argument("--quiet", action="store_true")
     bb.set_defaults(func=bank_build)
+    d = sub.add_parser("bounds", help="per-clip metric bounds of a model, from the library's own clips")
+    d.add_argument("--cache", required=True, help="feature cache whose clips set the bounds")
+    d.add_argument("--model", help="motion model folder: its model.json gets the bounds")
+    d.add_argument("--split", default="test", choices=["test", "zero_shot", "authored", "train"])
+    d.add_argument("--samples", type=int, default=400)
+    d.add_argument("--quantile", type=float, default=0.95)
+    d.set_defaults(func=bounds)
     r = sub.add_parser("eval", help="Kirin's evaluation table (R-Precision, FID, ...) of a motion model")
     r.add_argument("--model", help="motion model folder; without it only ground truth and retrieval rows")
     r.add_argument("--cache", required=True, help="feature cache whose clips are evaluated")

@@ -516,6 +516,48 @@ def format_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------- per-clip bounds
+BOUNDED = ("foot_skating", "jitter", "penetration", "bone_length_error")
+BONE_TOLERANCE = 1e-5  # rotations-only motions keep bone lengths up to float32 rounding
+
+
+def data_bounds(
+    cache, split: str = "test", samples: int = 400, quantile: float = 0.95, seed: int = 0
+) -> dict:
+    """Per-clip bounds of Generate Motion's metrics: the `quantile` of the library's own clips of a
+    split, measured on the same path as every evaluation row. One generated clip is judged against
+    these (a mean over a split is judged against the data's mean instead: the model card)."""
+    if not 0.5 <= quantile < 1.0:
+        raise ValueError(f"quantile must be in [0.5, 1), got {quantile}")
+    values: dict[str, list[float]] = {key: [] for key in BOUNDED}
+    chosen = select_clips(cache, split, samples, seed)
+    for index in chosen:
+        clip = _load_clip(cache, index)
+        _, physical = _measure(clip, clip.motion)
+        for key in BOUNDED:
+            value = physical.get(key)
+            if value is not None and np.isfinite(value):
+                values[key].append(float(value))
+    bounds = {key: float(np.quantile(found, quantile)) for key, found in values.items() if found}
+    bounds["bone_length_error"] = max(bounds.get("bone_length_error", 0.0), BONE_TOLERANCE)
+    return {
+        "per_clip": bounds,
+        "quantile": quantile,
+        "clips": len(chosen),
+        "split": split,
+        "cache": str(cache.folder),
+    }
+
+
+def within_bounds(metrics: dict, bounds: dict) -> bool:
+    """Every bounded metric that was measured (skating is NaN on rigs without feet) is at most its bound."""
+    for key, bound in bounds.items():
+        value = metrics.get(key)
+        if value is not None and np.isfinite(value) and value > bound:
+            return False
+    return True
+
+
 def write_report(report: dict, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -524,6 +566,7 @@ def write_report(report: dict, path: str | Path) -> Path:
 
 
 __all__ = [
+    "BOUNDED",
     "EvalConfig",
     "KEYS",
     "ROWS",
@@ -538,6 +581,8 @@ __all__ = [
     "physical_metrics",
     "r_precision",
     "r_precision_pool",
+    "data_bounds",
+    "within_bounds",
     "select_clips",
     "statistics",
     "write_report",

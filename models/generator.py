@@ -73,6 +73,22 @@ class Generated:
     report: dict = field(default_factory=dict)
 
 
+class TorchRunner:
+    """The torch denoiser on a device, callable like `OnnxDenoiser`: CPU tensors in and out, so the
+    sampler and clean-up stay on the CPU while the network's forward passes run on the GPU."""
+
+    def __init__(self, net: torch.nn.Module, device: str):
+        self.torch_device = torch.device(device)
+        self.net = net.to(self.torch_device)
+        self.device = self.torch_device.type
+        self.providers = None
+
+    def __call__(self, **inputs: torch.Tensor) -> torch.Tensor:
+        moved = {k: v.to(self.torch_device) if torch.is_tensor(v) else v for k, v in inputs.items()}
+        with torch.inference_mode():
+            return self.net(**moved).float().cpu()
+
+
 class MotionModel:
     def __init__(
         self,
@@ -97,6 +113,12 @@ class MotionModel:
         self._text = None
         self._image: dict[str | None, object] = {}
         self.bank: MotionBank | None = None  # the library generation retrieves from (models/retrieval.py)
+
+    def use_torch_device(self, device: str) -> None:
+        """Run the torch network on `device` (CUDA where onnxruntime has no GPU but torch has one)."""
+        self.runner = TorchRunner(self.net, device)
+        self.device = self.runner.device
+        self.backend = "torch"
 
     @classmethod
     def load(

@@ -320,9 +320,10 @@ def report_of(task: GenerationTask, result: GenerationResult, actions) -> dict:
         "armature": task.request.armature,
         "variants": [
             {"action": action.name, "frames": task.request.frames, "seed": variant.seed, **variant.metrics,
-             "retrieved": variant.report.get("retrieved")}
+             "retrieved": variant.report.get("retrieved"), "within_bounds": variant.within_bounds}
             for action, variant in zip(actions, result.variants, strict=True)
         ],
+        "bounds": result.info.get("bounds") or None,
         "kept_frames": None if task.request.keep_frames is None else len(task.request.keep_frames),
         "key_corrections": task.key_corrections,
     }
@@ -384,6 +385,10 @@ class KIRIN_OT_generate_motion(NeedsArmature, bpy.types.Operator):
         self.report({"INFO"}, f"'{actions[0].name}': {len(actions)} variant(s) of {task.request.frames} "
                     f"frames in {time.perf_counter() - task.started:.1f} s on {result.device}"
                     + (f" (bone length error {worst:.1e})" if worst > 1e-6 else ""))
+        outside = [a.name for a, v in zip(actions, result.variants, strict=True) if v.within_bounds is False]
+        if outside:  # kept (the animator may still like it), but said: the feet may slide or the motion buzz
+            self.report({"WARNING"}, f"{', '.join(outside)}: outside the model's per-clip bounds "
+                        "(foot skating, jitter or ground penetration above 95 % of the library's clips)")
         return {"FINISHED"}
 
     # ------------------------------------------------------------------ synchronous path

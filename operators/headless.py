@@ -374,9 +374,10 @@ def run_generate(rig_file: str | None, prompt: str, out: str, image: str | None 
             "fps": fps,
             "variants": [
                 {k: v.get(k) for k in ("action", "frames", "seed", "foot_skating", "jitter", "penetration",
-                                       "bone_length_error", "retrieved")}
+                                       "bone_length_error", "within_bounds", "retrieved")}
                 for v in run["variants"]
             ],
+            "bounds": run.get("bounds"),
             "blend": os.path.abspath(out),
             "preview": os.path.abspath(preview) if preview else None,
             "still": os.path.abspath(still) if still else None,

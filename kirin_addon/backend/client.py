@@ -93,6 +93,7 @@ class GeneratedVariant:
     feet: list[str]
     metrics: dict[str, float | None]  # foot_skating, jitter, penetration, bone_length_error
     report: dict[str, Any]  # the model's own report (clean-up, retrieval, seconds)
+    within_bounds: bool | None = None  # metrics within the model's per-clip bounds (None: no bounds)
 
 
 @dataclass
@@ -130,6 +131,7 @@ def decode_result(payload: dict[str, Any], joints: int, frames: int, variants: i
                     feet,
                     dict(item.get("metrics", {})),
                     dict(item.get("report", {})),
+                    None if item.get("within_bounds") is None else bool(item["within_bounds"]),
                 )
             )
         info = {k: v for k, v in payload.items() if k != "variants"}

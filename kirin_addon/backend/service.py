@@ -100,9 +100,12 @@ class GenerationService:
         # The model's frame rate, from its card (no torch) so that requests can be checked while
         # the model still loads.
         try:
-            self.model_fps = float(json.loads((self.model_dir / "model.json").read_text()).get("fps", 30.0))
+            card = json.loads((self.model_dir / "model.json").read_text())
         except (OSError, ValueError):
-            self.model_fps = 30.0
+            card = {}
+        self.model_fps = float(card.get("fps", 30.0))
+        # Per-clip metric bounds (the library's 95th percentile, `kirin bounds`); {} for older models.
+        self.bounds: dict[str, float] = dict(card.get("bounds", {}).get("per_clip", {}))
         self._rigs: OrderedDict[str, Any] = OrderedDict()
         self._rigs_lock = threading.Lock()
 
@@ -118,19 +121,21 @@ class GenerationService:
         started = time.perf_counter()
         if self.threads:
             torch.set_num_threads(self.threads)
-        backend = "onnx" if self.device_request == "cuda" else "auto"
         bank = None if self.bank in (None, "", "none") else self.bank
-        model = MotionModel.load(self.model_dir, backend=backend, bank=bank)
+        model = MotionModel.load(self.model_dir, backend="auto", bank=bank)
         onnx_file = self.model_dir / "denoiser.onnx"
         if model.backend == "onnxruntime" and (self.device_request == "cpu" or self.threads):
             # Rebuild the session where the defaults do not fit: CPU forced, or a thread budget.
             providers = ["CPUExecutionProvider"] if self.device_request == "cpu" else None
             model.runner = OnnxDenoiser(onnx_file, providers=providers, threads=self.threads)
             model.device = model.runner.device
+        if self.device_request != "cpu" and model.device != "cuda" and torch.cuda.is_available():
+            model.use_torch_device("cuda")  # onnxruntime without a GPU build, torch with one
         if self.device_request == "cuda" and model.device != "cuda":
             raise GenerationError(
-                "CUDA was asked for, but onnxruntime runs on the CPU here (providers: "
-                f"{', '.join(cuda_providers()) or 'none'}): install onnxruntime-gpu or use --device cpu."
+                "CUDA was asked for, but neither onnxruntime (providers: "
+                f"{', '.join(cuda_providers()) or 'none'}) nor torch sees a GPU here: install "
+                "onnxruntime-gpu or a CUDA build of torch, or use --device cpu."
             )
         _ = model.text_encoder  # load it now, not in the first job
         self.model = model
@@ -289,7 +294,7 @@ class GenerationService:
         return prepared
 
     def run(self, job: GenerateJob, report: Report) -> dict[str, Any]:
-        from ...models.evaluate import physical_metrics
+        from ...models.evaluate import BOUNDED, physical_metrics, within_bounds
         from ...models.generator import GenerationError
 
         if self.model is None:
@@ -337,12 +342,8 @@ class GenerationService:
                     "motion": motion_to_json(motion),
                     "contacts": encode_array(contacts, "uint8"),
                     "feet": feet,
-                    "metrics": plain(
-                        {
-                            k: metrics[k]
-                            for k in ("foot_skating", "jitter", "penetration", "bone_length_error")
-                        }
-                    ),
+                    "metrics": plain({k: metrics[k] for k in BOUNDED}),
+                    "within_bounds": within_bounds(metrics, self.bounds) if self.bounds else None,
                     "report": plain(item.report),
                 }
             )
@@ -363,6 +364,7 @@ class GenerationService:
                 "penetration": "body sizes",
                 "bone_length_error": "relative",
             },
+            "bounds": self.bounds,
             "variants": variants,
         }
 

@@ -108,7 +108,11 @@ def test_generate_on_a_procedural_quadruped(client, creature):
         assert bone_length_error(rig, motion).max_error < 1e-9  # bone lengths exact (rotations only)
         assert set(variant.metrics) == {"foot_skating", "jitter", "penetration", "bone_length_error"}
         assert variant.metrics["bone_length_error"] < 1e-9
+        # Judged against the shipped model's per-clip bounds (model.json, `kirin bounds`).
+        assert variant.within_bounds is not None
         assert variant.contacts.shape == (FRAMES, len(variant.feet))
+    bounds = result.info["bounds"]
+    assert set(bounds) == set(result.variants[0].metrics) and all(v > 0 for v in bounds.values())
     assert not np.allclose(result.variants[0].motion.rotations, result.variants[1].motion.rotations)
     # Results are removed once fetched.
     with pytest.raises(BackendError) as info:

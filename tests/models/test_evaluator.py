@@ -185,3 +185,31 @@ def test_eval_command_writes_every_row_and_key(library, tiny_evaluator, capsys):
     assert rows["static_pose"]["jitter"] == pytest.approx(0.0, abs=1e-9)
     printed = capsys.readouterr().out
     assert all(f"| {row} |" in printed for row in ROWS)
+
+
+def test_bounds_command_writes_the_library_quantiles_into_the_model_card(library, tmp_path):
+    from kirin.kirin_addon.cli import main
+    from kirin.models.evaluate import BONE_TOLERANCE, data_bounds, within_bounds
+
+    card = tmp_path / "model.json"
+    card.write_text(json.dumps({"fps": 30.0}))
+    assert main(["bounds", "--cache", str(library / "cache"), "--model", str(tmp_path), "--split", "train",
+                 "--samples", "6", "--quantile", "0.9"]) == 0  # fmt: skip
+    written = json.loads(card.read_text())
+    assert written["fps"] == 30.0  # the rest of the card stays
+    bounds = written["bounds"]
+    assert bounds["quantile"] == 0.9 and bounds["clips"] == 6 and bounds["split"] == "train"
+    per_clip = bounds["per_clip"]
+    assert set(per_clip) == {"foot_skating", "jitter", "penetration", "bone_length_error"}
+    assert per_clip["bone_length_error"] == BONE_TOLERANCE  # the library's own clips are exact
+    assert per_clip["jitter"] > 0
+    # A higher quantile never lowers a bound.
+    higher = data_bounds(FeatureCache(library / "cache"), "train", 6, 0.99)["per_clip"]
+    assert all(higher[k] >= per_clip[k] for k in per_clip)
+    with pytest.raises(ValueError, match="quantile"):
+        data_bounds(FeatureCache(library / "cache"), "train", 6, 1.0)
+
+    inside = {k: v / 2 for k, v in per_clip.items()}
+    assert within_bounds(inside, per_clip)
+    assert within_bounds({**inside, "foot_skating": float("nan")}, per_clip)  # no feet: not judged
+    assert not within_bounds({**inside, "jitter": per_clip["jitter"] * 1.01}, per_clip)

@@ -231,6 +231,34 @@ def test_backend_choice(trained):
         MotionModel.load(root / "run", "tpu")
 
 
+def test_torch_runner_on_a_device_samples_what_the_network_does(trained, monkeypatch):
+    """The CUDA path where onnxruntime has no GPU: the same call through `TorchRunner` (here on the
+    CPU, the only device this machine has) gives the network's own motion; the service picks it
+    when torch sees a GPU."""
+    from kirin.kirin_addon.backend.service import GenerationService
+
+    root, _, _ = trained
+    model = MotionModel.load(root / "run")
+    creature = build_creature("quadruped", 7)
+    prepared = model.prepare_rig(creature.rig, creature.mesh)
+    plain = model.generate(prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, clean=False)[0]
+    model.use_torch_device("cpu")
+    assert model.device == "cpu" and model.backend == "torch"
+    moved = model.generate(prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, clean=False)[0]
+    assert np.allclose(plain.features, moved.features, atol=1e-5)
+
+    placed = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(MotionModel, "use_torch_device", lambda self, device: (
+        placed.append(device), setattr(self, "device", device)))
+    service = GenerationService(root / "run", device="cuda", bank=None, threads=1)
+    service.load()
+    assert placed == ["cuda"] and service.info()["device"] == "cuda"
+    cpu = GenerationService(root / "run", device="cpu", bank=None, threads=1)
+    cpu.load()
+    assert placed == ["cuda"] and cpu.info()["device"] == "cpu"  # CPU forced: the GPU is left alone
+
+
 # ----------------------------------------------------------------------------- retrieval from the library
 @pytest.fixture(scope="module")
 def bank(trained):
