@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from .creature import FAMILIES
+
 _PACKAGE = __package__.rpartition(".")[0]  # the extension package ("kirin" when pip-installed)
 
 
@@ -32,6 +34,16 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         seed=args.seed, guidance=args.guidance, loop=args.loop, preview=args.preview, report=args.json,
         fps=args.fps, preview_resolution=(int(width), int(height)), backend_python=args.backend_python,
         device=args.device, threads=args.threads, creature_seed=args.creature_seed, still=args.still)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _cmd_bind(args: argparse.Namespace) -> int:
+    module = importlib.import_module(f"{_PACKAGE}.operators.headless_bind")
+    summary = module.run_bind(
+        args.mesh, args.out, template=args.template, method=args.method, max_influences=args.max_influences,
+        prompt=args.prompt, frames=args.frames, report=args.json, backend_python=args.backend_python,
+        device=args.device, threads=args.threads, creature_seed=args.creature_seed)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -154,6 +166,21 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--threads", type=int, default=0, help="backend CPU threads (0: its default)")
     gen.add_argument("--creature-seed", type=int, default=0, help="which built-in creature (no --rig)")
     gen.set_defaults(func=_cmd_generate)
+    bind = sub.add_parser("bind", help="Auto-Bind an unrigged mesh headless: fitted skeleton + skin weights")
+    bind.add_argument("--mesh", help="mesh file: .glb/.gltf/.fbx/.obj/.ply/.stl/.blend; a rig in it is "
+                                     "stripped (default: the built-in procedural creature's body)")
+    bind.add_argument("--template", choices=FAMILIES, help="template family (default: detect the best)")
+    bind.add_argument("--method", choices=("robust", "nearest"), default="robust", help="weight transfer")
+    bind.add_argument("--max-influences", type=int, default=4, dest="max_influences")
+    bind.add_argument("--prompt", help="then Generate Motion on the new rig with this prompt")
+    bind.add_argument("--frames", type=int, default=48, help="frames to generate with --prompt")
+    bind.add_argument("--out", required=True, help="the .blend to write")
+    bind.add_argument("--json", help="write a JSON report (template, fit quality, masks, timings)")
+    bind.add_argument("--backend-python", help="Python of the backend environment (default: the .venv)")
+    bind.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="backend device")
+    bind.add_argument("--threads", type=int, default=0, help="backend CPU threads (0: its default)")
+    bind.add_argument("--creature-seed", type=int, default=0, help="which built-in creature (no --mesh)")
+    bind.set_defaults(func=_cmd_bind)
     info = sub.add_parser("info", help="describe a motion file: joints, frames, detected axes")
     info.add_argument("file")
     info.add_argument("--clip")

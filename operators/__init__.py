@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import generate, motion_file, nla, pending, properties
+from . import binding, generate, motion_file, nla, pending, properties
 
-CLASSES = (*motion_file.CLASSES, *nla.CLASSES, *generate.CLASSES, *pending.CLASSES)
+CLASSES = (*motion_file.CLASSES, *nla.CLASSES, *generate.CLASSES, *binding.CLASSES, *pending.CLASSES)
 
 
 def register() -> None:

@@ -1,12 +1,8 @@
 """Generate Motion: the selected armature (and its skinned mesh) → the backend → new Actions.
 
-Two paths share every step but the waiting:
-- `execute()` (scripts, the `kirin` command line, headless tests) submits the job and blocks on
-  `job.wait()`;
-- `invoke()` + `modal()` (a user's click) submits the job and returns at once; a window timer calls
-  `GenerationTask.poll()` (one short `poll_once()` request), the status bar shows the progress, Esc
-  cancels the job. Nothing in the scene changes until the result is written, all in one step, so a
-  cancelled or failed job leaves the scene as it was and one Undo removes a finished one.
+The synchronous and modal paths (Esc cancels, status-bar progress) are `backend_ops.BackendOperator`'s;
+nothing in the scene changes until the result is written, all in one step, so a cancelled or failed
+job leaves the scene as it was and one Undo removes a finished one.
 
 The request goes out in the rig's canonical frame (as the add-on detects it: the armature's world
 matrix and the user's Up/Forward settings), so the backend's own detection has nothing to guess;
@@ -20,85 +16,26 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 
-from ..kirin_addon.backend.client import (
-    BackendClient,
-    BackendError,
-    GenerationJob,
-    GenerationResult,
-    JobCancelledError,
-    ensure_backend,
-)
+from ..kirin_addon.backend.client import BackendClient, BackendError, GenerationResult
 from ..kirin_addon.backend.protocol import MAX_FRAMES, MAX_VARIANTS
 from ..kirin_addon.motion import Motion, pin_frames
 from ..kirin_addon.rig import Rig
 from ..kirin_addon.skinning import SkinnedMesh
 from . import nla, scene_io
+from .backend_ops import BackendOperator, BackendTask, connect
 from .motion_file import NeedsArmature, target_frame
 
-ADDON_ID = __package__.rpartition(".")[0]  # the add-on's module ("bl_ext.<repo>.kirin" as an extension)
-ROOT = Path(__file__).resolve().parents[1]
 NAME_LIMIT = 63  # bytes in a Blender ID name
 # Magic numbers of the image files a reference image may be (the backend decodes them).
 IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"BM", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*")
 
 # What the last finished Generate Motion made (the `kirin generate` report reads it).
 last_run: dict = {}
-
-
-# ----------------------------------------------------------------------------- the backend
-def preferences(context=None):
-    """The add-on's preferences (None when Kirin runs as a plain package, e.g. some tests)."""
-    context = context or bpy.context
-    addon = context.preferences.addons.get(ADDON_ID)
-    return None if addon is None else addon.preferences
-
-
-def default_backend_python() -> str | None:
-    """The Python of the checkout's .venv next to the extension (its backend environment)."""
-    for candidate in (ROOT / ".venv" / "bin" / "python", ROOT / ".venv" / "Scripts" / "python.exe"):
-        if candidate.is_file():
-            return str(candidate)
-    return None
-
-
-def backend_options(context=None) -> dict:
-    """How to reach the backend, from the preferences (or the defaults)."""
-    prefs = preferences(context)
-    url = (getattr(prefs, "backend_url", "") or "").strip()
-    options = {
-        "url": url or None,
-        "token_file": bpy.path.abspath(getattr(prefs, "backend_token_file", "") or "") or None,
-        "python": bpy.path.abspath(getattr(prefs, "backend_python", "") or "") or None,
-        "device": getattr(prefs, "backend_device", "auto") or "auto",
-        "threads": int(getattr(prefs, "backend_threads", 0) or 0),
-    }
-    if options["python"] is None:
-        options["python"] = os.environ.get("KIRIN_BACKEND_PYTHON") or default_backend_python()
-    return options
-
-
-def connect(context=None) -> BackendClient:
-    """A client of a working backend: the URL of a running one, else the one this Blender started
-    (started now on first use; a dead one is replaced)."""
-    options = backend_options(context)
-    if options["url"]:
-        return ensure_backend(url=options["url"], token_file=options["token_file"])
-    python = options["python"]
-    if not python:
-        raise BackendError(
-            "Kirin's backend needs its own Python environment: set 'Backend Python' (the .venv/bin/python "
-            "of a Kirin checkout) or a backend URL in the add-on preferences."
-        )
-    if not os.path.isfile(python):
-        raise BackendError(f"The backend Python {python} does not exist: fix it in the add-on preferences.")
-    extra = {"threads": options["threads"]} if options["threads"] else {}
-    return ensure_backend(python, device=options["device"], **extra)
 
 
 # ----------------------------------------------------------------------------- the request
@@ -215,43 +152,20 @@ def read_request(context, *, prompt: str, image: str, frames: int, variants: int
 
 
 # ----------------------------------------------------------------------------- the job (no bpy)
-class GenerationTask:
+class GenerationTask(BackendTask):
     """One Generate Motion job seen from the add-on: submit, poll (modal) or wait (execute), cancel.
     Touches no bpy data, so that the modal path is tested without timers."""
 
     def __init__(self, client: BackendClient, request: GenerateInput):
         self.request = request
-        self.started = time.perf_counter()
         self.key_corrections: list[dict] = []  # how far the model missed the kept frames
-        self.job: GenerationJob = client.generate(
+        super().__init__(client.generate(
             request.canonical_rig, request.prompt, mesh=request.mesh, image=request.image,
             frames=request.frames, fps=request.fps, seed=request.seed, variants=request.variants,
             guidance=request.guidance, keep=request.keep,
             keep_frames=None if request.keep_frames is None else request.keep_frames.tolist(),
             loop=request.loop,
-        )
-
-    def poll(self) -> GenerationResult | None:
-        """One status request: the result once the job is done, else None. BackendError when it
-        failed or the backend stopped, JobCancelledError when it was cancelled."""
-        status = self.job.poll_once()
-        return self.job.result() if status.finished else None
-
-    def wait(self, timeout: float | None = None) -> GenerationResult:
-        return self.job.wait(timeout=timeout)
-
-    def cancel(self) -> None:
-        try:
-            self.job.cancel()
-        except BackendError:
-            pass  # a backend that is gone has nothing left to cancel
-
-    @property
-    def progress_text(self) -> str:
-        status = self.job.status
-        where = f" (queued, {status.position} ahead)" if status.state == "queued" and status.position else ""
-        return (f"Kirin: generating '{self.request.prompt or 'from image'}' {status.progress:.0%} — "
-                f"{status.message}{where}. Esc cancels.")
+        ), f"generating '{request.prompt or 'from image'}'")
 
     def motions(self, result: GenerationResult) -> list[Motion]:
         """The variants in armature space (kept frames exactly as keyed)."""
@@ -330,7 +244,7 @@ def report_of(task: GenerationTask, result: GenerationResult, actions) -> dict:
 
 
 # ----------------------------------------------------------------------------- the operator
-class KIRIN_OT_generate_motion(NeedsArmature, bpy.types.Operator):
+class KIRIN_OT_generate_motion(NeedsArmature, BackendOperator, bpy.types.Operator):
     """Generate new Actions on the selected armature from a text prompt (and an optional reference
     image) with Kirin's local backend; the first variant becomes active, the others muted NLA takes"""
 
@@ -350,9 +264,6 @@ class KIRIN_OT_generate_motion(NeedsArmature, bpy.types.Operator):
     inbetween: BoolProperty(name="In-between keys", default=False,
                             description="Keep the active action's keyframes in the range; fill in between")
     timeout: FloatProperty(name="Timeout (s)", default=600.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
-
-    _task: GenerationTask | None = None
-    _timer = None
 
     # ------------------------------------------------------------------ shared steps
     def _settings(self, context) -> dict:
@@ -390,84 +301,6 @@ class KIRIN_OT_generate_motion(NeedsArmature, bpy.types.Operator):
             self.report({"WARNING"}, f"{', '.join(outside)}: outside the model's per-clip bounds "
                         "(foot skating, jitter or ground penetration above 95 % of the library's clips)")
         return {"FINISHED"}
-
-    # ------------------------------------------------------------------ synchronous path
-    def execute(self, context):
-        task = self._start(context)
-        if task is None:
-            return {"CANCELLED"}
-        try:
-            result = task.wait(timeout=self.timeout)
-        except JobCancelledError as exc:
-            self.report({"WARNING"}, str(exc))
-            return {"CANCELLED"}
-        except BackendError as exc:
-            self.report({"ERROR"}, exc.message)
-            return {"CANCELLED"}
-        return self._finish(context, task, result)
-
-    # ------------------------------------------------------------------ modal path
-    def invoke(self, context, event):
-        if context.window is None or bpy.app.background:  # no timers headless: the synchronous path
-            return self.execute(context)
-        task = self._start(context)
-        if task is None:
-            return {"CANCELLED"}
-        self._task = task
-        wm = context.window_manager
-        self._timer = wm.event_timer_add(0.1, window=context.window)
-        wm.modal_handler_add(self)
-        wm.progress_begin(0, 100)
-        self._show(context, task.progress_text)
-        return {"RUNNING_MODAL"}
-
-    def modal(self, context, event):
-        task = self._task
-        if task is None:
-            return {"CANCELLED"}
-        if event.type == "ESC" and event.value == "PRESS":
-            task.cancel()
-            self._cleanup(context)
-            self.report({"WARNING"}, "Generate Motion cancelled: nothing was changed.")
-            return {"CANCELLED"}
-        if event.type != "TIMER":  # (another timer's tick only polls a little more often)
-            return {"PASS_THROUGH"}
-        try:
-            result = task.poll()
-        except JobCancelledError as exc:
-            self._cleanup(context)
-            self.report({"WARNING"}, str(exc))
-            return {"CANCELLED"}
-        except BackendError as exc:
-            self._cleanup(context)
-            self.report({"ERROR"}, exc.message)
-            return {"CANCELLED"}
-        if result is None:
-            context.window_manager.progress_update(int(100 * task.job.status.progress))
-            self._show(context, task.progress_text)
-            return {"PASS_THROUGH"}
-        self._cleanup(context)
-        return self._finish(context, task, result)
-
-    def cancel(self, context):  # Blender ends the operator (window closed, file loaded)
-        if self._task is not None:
-            self._task.cancel()
-        self._cleanup(context)
-
-    def _show(self, context, text: str | None) -> None:
-        if context.workspace is not None:
-            context.workspace.status_text_set(text)
-        if context.area is not None:
-            context.area.header_text_set(text)
-
-    def _cleanup(self, context) -> None:
-        wm = context.window_manager
-        if self._timer is not None:
-            wm.event_timer_remove(self._timer)
-            self._timer = None
-        wm.progress_end()
-        self._show(context, None)
-        self._task = None
 
 
 CLASSES = (KIRIN_OT_generate_motion,)

@@ -13,6 +13,18 @@ from bpy.props import (
     StringProperty,
 )
 
+from ..kirin_addon.creature import FAMILIES
+
+FAMILY_ITEMS = [("AUTO", "Detect", "Fit every template family and keep the best")] + [
+    (f.upper(), f.title(), f"The {f} template") for f in FAMILIES
+]
+WEIGHT_METHODS = [
+    ("ROBUST", "Robust (inpainting)", "Closest surface point within distance and normal thresholds; the "
+     "rest inpainted by a Laplacian solve (Abdrashitov et al. 2023)"),
+    ("NEAREST", "Nearest vertices", "Each vertex takes the weights of the 10 nearest source vertices by "
+     "normalised inverse-squared distance (Kirin)"),
+]
+SMOOTH_DEFAULT = 0  # the engine's TransferConfig default
 AXES = [("AUTO", "Auto", "Detect from the rig")] + [
     (f"{sign}{axis}", f"{sign}{axis}", "") for axis in "XYZ" for sign in "+-"
 ]
@@ -60,6 +72,20 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
                                   description="Resample the motion to the scene frame rate")
     align_rest: BoolProperty(name="Align rest poses", default=True,
                              description="Turn bones onto the source's rest directions (T-pose onto A-pose)")
+    bind_family: EnumProperty(name="Template", items=FAMILY_ITEMS, default="AUTO",
+                              description="Template skeleton family for Auto-Bind")
+    weight_method: EnumProperty(name="Method", items=WEIGHT_METHODS, default="ROBUST",
+                                description="How skin weights are transferred")
+    max_influences: IntProperty(name="Max influences", default=4, min=0, max=64,
+                                description="Bones per vertex kept (0: all)")
+    max_distance: FloatProperty(name="Max distance", default=0.05, min=0.0001, max=1.0,
+                                description="Farthest a vertex may be from the source surface to take its "
+                                "weights, as a share of the mesh's bounding-box diagonal (robust)")
+    max_angle: FloatProperty(name="Max angle", default=30.0, min=0.0, max=180.0,
+                             description="Largest angle between the vertex normal and the source surface's "
+                             "(degrees, robust)")
+    smooth_iterations: IntProperty(name="Smoothing", default=SMOOTH_DEFAULT, min=0, max=100,
+                                   description="Smoothing passes over inpainted weights (robust)")
     nla_track: StringProperty(name="Track", default="Kirin", description="Name of the NLA track to bake into")
 
 

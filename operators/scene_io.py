@@ -110,44 +110,104 @@ def read_rig(obj: bpy.types.Object) -> Rig:
     return rig
 
 
+def read_surface(
+    mesh_obj: bpy.types.Object, to_space: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The mesh's own vertices (no modifiers: weights belong to these) in world space, or in the
+    space `to_space` (4x4 world → space) maps to, and its triangles."""
+    if mesh_obj is None or mesh_obj.type != "MESH":
+        raise SceneError("Select a mesh object.")
+    mesh = mesh_obj.data
+    if len(mesh.vertices) == 0:
+        raise SceneError(f"The mesh '{mesh_obj.name}' has no vertices.")
+    co = _vectors(mesh.vertices, "co", 3).astype(np.float64)
+    matrix = object_matrix(mesh_obj) if to_space is None else to_space @ object_matrix(mesh_obj)
+    vertices = co @ matrix[:3, :3].T + matrix[:3, 3]
+    mesh.calc_loop_triangles()
+    triangles = _vectors(mesh.loop_triangles, "vertices", 3, dtype=np.int32).astype(np.int64)
+    return vertices, triangles
+
+
+def read_vertex_groups(mesh_obj: bpy.types.Object) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """All vertex groups of a mesh: their names and (V,K) group indices and weights (K: the most
+    groups one vertex is in; unused slots weigh 0)."""
+    mesh = mesh_obj.data
+    count = len(mesh.vertices)
+    names = [g.name for g in mesh_obj.vertex_groups]
+    # Group indices are positions in vertex_groups; vertex groups are not exposed to foreach_get,
+    # so one pass over the vertices is the floor.
+    per_vertex = [v.groups for v in mesh.vertices]
+    sizes = np.fromiter((len(g) for g in per_vertex), dtype=np.int64, count=count)
+    flat = [(g.group, g.weight) for groups in per_vertex for g in groups]
+    width = int(max(sizes.max(initial=0), 1))
+    indices = np.zeros((count, width), dtype=np.int64)
+    weights = np.zeros((count, width))
+    if flat:
+        pairs = np.asarray(flat, dtype=np.float64)
+        rows = np.repeat(np.arange(count), sizes)
+        cols = np.arange(len(flat)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        indices[rows, cols] = pairs[:, 0].astype(np.int64)
+        weights[rows, cols] = pairs[:, 1]
+    return names, indices, weights
+
+
 def read_skinned_mesh(mesh_obj: bpy.types.Object, arm_obj: bpy.types.Object, rig: Rig) -> SkinnedMesh:
     """Mesh vertices in the armature's space, triangles, and per-vertex (joint, weight) lists."""
     if mesh_obj is None or mesh_obj.type != "MESH":
         raise SceneError("Select a mesh object.")
-    mesh = mesh_obj.data
-    count = len(mesh.vertices)
-    if count == 0:
-        raise SceneError(f"The mesh '{mesh_obj.name}' has no vertices.")
-    co = _vectors(mesh.vertices, "co", 3).astype(np.float64)
-    to_armature = np.linalg.inv(object_matrix(arm_obj)) @ object_matrix(mesh_obj)
-    vertices = co @ to_armature[:3, :3].T + to_armature[:3, 3]
-    mesh.calc_loop_triangles()
-    triangles = _vectors(mesh.loop_triangles, "vertices", 3, dtype=np.int32).astype(np.int64)
-
-    # Vertex groups are not exposed to foreach_get; one pass over the vertices is the floor.
-    group_to_joint = np.full(max(len(mesh_obj.vertex_groups), 1), -1, dtype=np.int64)
+    vertices, triangles = read_surface(mesh_obj, np.linalg.inv(object_matrix(arm_obj)))
+    names, groups, weights = read_vertex_groups(mesh_obj)
+    if not np.any(weights > 0):
+        raise SceneError(f"The mesh '{mesh_obj.name}' has no vertex weights: bind or paint weights first.")
     # Blender's armature modifier ignores groups of non-deforming bones; so do we.
     joint_index = {n: i for i, n in enumerate(rig.names) if rig.deform[i]}
-    for group in mesh_obj.vertex_groups:
-        group_to_joint[group.index] = joint_index.get(group.name, -1)
-    per_vertex = [v.groups for v in mesh.vertices]
-    sizes = np.fromiter((len(g) for g in per_vertex), dtype=np.int64, count=count)
-    flat = [(g.group, g.weight) for groups in per_vertex for g in groups]
-    if not flat:
-        raise SceneError(f"The mesh '{mesh_obj.name}' has no vertex weights: bind or paint weights first.")
-    pairs = np.asarray(flat, dtype=np.float64)
-    joints = group_to_joint[pairs[:, 0].astype(np.int64)]
-    weights = np.where(joints >= 0, pairs[:, 1], 0.0)
+    group_to_joint = np.array([joint_index.get(n, -1) for n in names] or [-1], dtype=np.int64)
+    joints = group_to_joint[groups]
+    weights = np.where(joints >= 0, weights, 0.0)
     if not np.any(weights > 0):
         raise SceneError(f"No vertex group of '{mesh_obj.name}' matches a bone of '{arm_obj.name}'.")
-    width = int(max(sizes.max(), 1))
-    rows = np.repeat(np.arange(count), sizes)
-    cols = np.arange(len(flat)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    joint_indices = np.zeros((count, width), dtype=np.int64)
-    joint_weights = np.zeros((count, width))
-    joint_indices[rows, cols] = np.maximum(joints, 0)
-    joint_weights[rows, cols] = weights
-    return SkinnedMesh(vertices, triangles, joint_indices, joint_weights)
+    return SkinnedMesh(vertices, triangles, np.maximum(joints, 0), weights)
+
+
+def write_vertex_groups(obj: bpy.types.Object, names: list[str], indices: np.ndarray, weights: np.ndarray,
+                        only: list[int] | None = None) -> None:
+    """Vertex groups `names[j]` from (V,K) group indices and weights, each replacing any group of that
+    name (so a re-run never leaves old weights behind); `only` limits which of `names` are written
+    (default: every name, even one no vertex uses, so that the set of groups is predictable)."""
+    count = indices.shape[0]
+    rows = np.repeat(np.arange(count), indices.shape[1])
+    joints = np.asarray(indices).ravel()
+    flat = np.asarray(weights).ravel()
+    keep = flat > 0
+    flat = flat[keep].astype(np.float32)
+    # One vg.add per (group, distinct weight) is ~10x faster than one per vertex: sort once, split.
+    order = np.lexsort((flat, joints[keep]))
+    rows, joints, flat = rows[keep][order], joints[keep][order], flat[order]
+    groups = {}
+    for j in range(len(names)) if only is None else only:
+        old = obj.vertex_groups.get(names[j])
+        if old is not None:
+            obj.vertex_groups.remove(old)
+        groups[j] = obj.vertex_groups.new(name=names[j])
+    starts = np.flatnonzero(np.r_[True, (np.diff(joints) != 0) | (np.diff(flat) != 0)]) if len(rows) else []
+    ends = np.r_[starts[1:], len(rows)] if len(rows) else []
+    for start, end in zip(list(starts), list(ends), strict=True):
+        group = groups.get(int(joints[start]))
+        if group is not None:
+            group.add(rows[start:end].tolist(), float(flat[start]), "REPLACE")
+
+
+def write_mask_group(obj: bpy.types.Object, name: str, mask: np.ndarray) -> bool:
+    """A vertex group of weight 1 on the masked vertices (Weight Paint shows them); an empty mask
+    removes the group instead. True when the group exists afterwards."""
+    old = obj.vertex_groups.get(name)
+    if old is not None:
+        obj.vertex_groups.remove(old)
+    chosen = np.flatnonzero(mask)
+    if chosen.size == 0:
+        return False
+    obj.vertex_groups.new(name=name).add(chosen.tolist(), 1.0, "REPLACE")
+    return True
 
 
 def evaluated_pose(obj: bpy.types.Object, rig: Rig) -> np.ndarray:
@@ -375,22 +435,8 @@ def create_skinned_mesh(mesh: SkinnedMesh, arm_obj: bpy.types.Object, rig: Rig, 
     collection.objects.link(obj)
     obj.parent = arm_obj
     obj.matrix_world = arm_obj.matrix_world
-    rows = np.repeat(np.arange(count), mesh.joint_indices.shape[1])
-    joints = mesh.joint_indices.ravel()
-    weights = mesh.joint_weights.ravel()
-    keep = weights > 0
-    weights = weights[keep].astype(np.float32)
-    # One vg.add per (bone, distinct weight) is ~10x faster than one per vertex: sort once, split.
-    order = np.lexsort((weights, joints[keep]))
-    rows, joints, weights = rows[keep][order], joints[keep][order], weights[order]
-    starts = np.flatnonzero(np.r_[True, (np.diff(joints) != 0) | (np.diff(weights) != 0)])
-    ends = np.r_[starts[1:], len(rows)]
-    groups: dict[int, bpy.types.VertexGroup] = {}
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        j = int(joints[start])
-        if j not in groups:
-            groups[j] = obj.vertex_groups.new(name=rig.names[j])
-        groups[j].add(rows[start:end].tolist(), float(weights[start]), "REPLACE")
+    used = sorted(set(mesh.joint_indices[mesh.joint_weights > 0].tolist()))
+    write_vertex_groups(obj, list(rig.names), mesh.joint_indices, mesh.joint_weights, only=used)
     modifier = obj.modifiers.new("Armature", "ARMATURE")
     modifier.object = arm_obj
     return obj

@@ -137,7 +137,23 @@ class KIRIN_PT_binding(_KirinPanel, bpy.types.Panel):
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        self.layout.operator("kirin.bind_mesh", icon="MOD_ARMATURE")
+        settings = context.scene.kirin
+        layout = self.layout
+        layout.prop(settings, "bind_family")
+        layout.operator("kirin.auto_bind", icon="MOD_ARMATURE")
+        layout.separator()
+        col = layout.column(align=True)
+        col.prop(settings, "weight_method", text="")
+        col.prop(settings, "max_influences")
+        if settings.weight_method == "ROBUST":
+            col.prop(settings, "max_distance")
+            col.prop(settings, "max_angle")
+            col.prop(settings, "smooth_iterations")
+        layout.operator("kirin.transfer_weights", icon="MOD_DATA_TRANSFER")
+        row = layout.row(align=True)
+        row.operator("kirin.show_transfer_mask", text="Inpainted", icon="HIDE_OFF").mask = "INPAINTED"
+        row.operator("kirin.show_transfer_mask", text="Rejected").mask = "REJECTED"
+        row.operator("kirin.show_transfer_mask", text="Fallback").mask = "FALLBACK"
 
 
 class KIRIN_PT_nla(_KirinPanel, bpy.types.Panel):

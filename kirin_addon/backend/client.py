@@ -37,7 +37,18 @@ import numpy as np
 from ..motion import Motion
 from ..rig import Rig
 from ..skinning import SkinnedMesh
-from .protocol import API, PROTOCOL_VERSION, ProtocolError, decode_array, generate_request, motion_from_json
+from .protocol import (
+    API,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    bind_request,
+    decode_array,
+    generate_request,
+    motion_from_json,
+    rig_from_json,
+    transfer_request,
+    weights_from_json,
+)
 
 SERVE_MODULE = "kirin.kirin_addon.cli"  # `python -m SERVE_MODULE serve ...` in the backend's environment
 STOPPED = "The Kirin backend stopped"
@@ -150,6 +161,74 @@ def decode_result(payload: dict[str, Any], joints: int, frames: int, variants: i
 
 
 # ----------------------------------------------------------------------------- the client
+@dataclass
+class WeightSet:
+    """Skin weights of one mesh from the backend: (V,K) group indices and weights, and which vertices
+    took the source surface's weights, were inpainted, or fell back to the nearest surface."""
+
+    joint_indices: np.ndarray
+    joint_weights: np.ndarray
+    matched: np.ndarray
+    inpainted: np.ndarray
+    fallback: np.ndarray
+    stats: dict[str, Any]
+
+
+@dataclass
+class TransferResult:
+    groups: list[str]
+    targets: dict[str, WeightSet]  # by target name, in request order
+    method: str
+    seconds: float
+
+
+@dataclass
+class BindResult:
+    family: str
+    rig: Rig  # the fitted skeleton in the mesh's space (world space in the add-on): rest = bind B_j
+    weights: WeightSet  # over the rig's joints
+    quality: str  # good / fair / poor
+    chamfer: dict[str, Any]
+    scores: dict[str, Any]
+    method: str
+    seconds: float
+
+
+def decode_weight_set(obj: Any, count: int, groups: int, what: str) -> WeightSet:
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: expected an object.")
+    indices, weights = weights_from_json(obj, count, groups, what)
+    masks = [decode_array(obj.get(k), f"{what}.{k}", (count,), kind="bool")
+             for k in ("matched", "inpainted", "fallback")]
+    return WeightSet(indices, weights, *masks, dict(obj.get("stats") or {}))
+
+
+def decode_transfer(payload: dict[str, Any], targets: Sequence[tuple[str, int]]) -> TransferResult:
+    """A transfer result, checked against the (name, vertex count) of each target sent."""
+    try:
+        groups = [str(g) for g in payload["groups"]]
+        items = payload["targets"]
+        if not isinstance(items, list) or len(items) != len(targets):
+            raise ProtocolError(f"expected {len(targets)} targets")
+        out = {}
+        for item, (name, count) in zip(items, targets, strict=True):
+            out[name] = decode_weight_set(item, count, len(groups), f"targets[{name}]")
+        return TransferResult(groups, out, str(payload.get("method")), float(payload.get("seconds") or 0.0))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BackendError(f"The backend sent a transfer result Kirin cannot read: {exc}") from None
+
+
+def decode_bind(payload: dict[str, Any], count: int) -> BindResult:
+    try:
+        rig = rig_from_json(payload["rig"], "rig")
+        weights = decode_weight_set(payload["weights"], count, rig.joint_count, "weights")
+        return BindResult(str(payload["family"]), rig, weights, str(payload.get("quality")),
+                          dict(payload.get("chamfer") or {}), dict(payload.get("scores") or {}),
+                          str(payload.get("method")), float(payload.get("seconds") or 0.0))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BackendError(f"The backend sent an Auto-Bind result Kirin cannot read: {exc}") from None
+
+
 class BackendClient:
     """HTTP client of one backend (`url`, `token`). `process` is set when this add-on started it,
     so that a dead process is told apart from an unreachable address."""
@@ -298,6 +377,34 @@ class BackendClient:
             self, str(status["id"]), rig.joint_count, int(frames), int(variants), JobStatus.from_json(status)
         )
 
+    def transfer_weights(
+        self,
+        source_vertices: np.ndarray,
+        source_triangles: np.ndarray,
+        groups: Sequence[str],
+        joint_indices: np.ndarray,
+        joint_weights: np.ndarray,
+        targets: Sequence[tuple[str, np.ndarray, np.ndarray]],
+        **options: Any,
+    ) -> BackendJob:
+        """Queue Transfer Weights (all meshes in one space); the job's result is a TransferResult."""
+        body = transfer_request(source_vertices, source_triangles, groups, joint_indices, joint_weights,
+                                targets, **options)
+        sizes = [(str(name), int(np.asarray(v).shape[0])) for name, v, _ in targets]
+        status = self.request("POST", "/jobs/transfer", body)
+        return BackendJob(self, str(status["id"]), lambda payload: decode_transfer(payload, sizes),
+                          JobStatus.from_json(status), "Transfer Weights")
+
+    def auto_bind(
+        self, vertices: np.ndarray, triangles: np.ndarray, family: str | None = None, **options: Any
+    ) -> BackendJob:
+        """Queue Auto-Bind of an unrigged mesh; the job's result is a BindResult."""
+        body = bind_request(vertices, triangles, family=family, **options)
+        count = int(np.asarray(vertices).shape[0])
+        status = self.request("POST", "/jobs/bind", body)
+        return BackendJob(self, str(status["id"]), lambda payload: decode_bind(payload, count),
+                          JobStatus.from_json(status), "Auto-Bind")
+
     def status(self, job_id: str, wait: float = 0.0, timeout: float = 10.0) -> JobStatus:
         """The job's status; with `wait` > 0 the backend answers once the job finished or after
         `wait` seconds (long polling)."""
@@ -323,24 +430,27 @@ class BackendClient:
         self.request("POST", "/shutdown", {}, timeout=10.0)
 
 
-class GenerationJob:
-    """One generate job. `poll_once()` is one short request and never blocks for long (a modal
-    operator calls it on a timer); `wait()` blocks (scripts, headless runs)."""
+class BackendJob:
+    """One backend job. `poll_once()` is one short request and never blocks for long (a modal
+    operator calls it on a timer); `wait()` blocks (scripts, headless runs). `decode` turns the
+    result body into the job's result object; `title` names the job in messages."""
+
+    title = "The job"
 
     def __init__(
         self,
         client: BackendClient,
         job_id: str,
-        joints: int,
-        frames: int,
-        variants: int,
+        decode: Callable[[dict[str, Any]], Any],
         status: JobStatus | None = None,
+        title: str | None = None,
     ):
         self.client = client
         self.id = job_id
-        self.joints, self.frames, self.variants = joints, frames, variants
+        self.decode = decode
+        self.title = title or self.title
         self.status = status or JobStatus("queued", 0.0, "queued")
-        self._result: GenerationResult | None = None
+        self._result: Any = None
 
     @property
     def finished(self) -> bool:
@@ -352,7 +462,7 @@ class GenerationJob:
         self.status = self.client.status(self.id, wait=wait, timeout=timeout)
         return self.status
 
-    def result(self) -> GenerationResult:
+    def result(self) -> Any:
         """The decoded result of a done job (fetched once, then kept here); a failed job raises
         BackendError with its message, a cancelled one JobCancelledError."""
         if self._result is not None:
@@ -365,16 +475,16 @@ class GenerationJob:
                 raise BackendError(
                     exc.message if exc.status == 422 else (self.status.error or exc.message), exc.status
                 ) from None
-            raise BackendError(self.status.error or "Generate Motion failed.")
+            raise BackendError(self.status.error or f"{self.title} failed.")
         if self.status.state == "cancelled":
-            raise JobCancelledError("Generate Motion was cancelled.")
+            raise JobCancelledError(f"{self.title} was cancelled.")
         try:
             payload = self.client.result(self.id)
         except BackendError as exc:
             if exc.status == 409 and "cancelled" in exc.message:
-                raise JobCancelledError("Generate Motion was cancelled.", 409) from None
+                raise JobCancelledError(f"{self.title} was cancelled.", 409) from None
             raise
-        self._result = decode_result(payload, self.joints, self.frames, self.variants)
+        self._result = self.decode(payload)
         self.status = JobStatus("done", 1.0, "done")
         return self._result
 
@@ -383,7 +493,7 @@ class GenerationJob:
         timeout: float | None = None,
         on_progress: Callable[[JobStatus], None] | None = None,
         interval: float = 0.5,
-    ) -> GenerationResult:
+    ) -> Any:
         """Block until the job ends and return its result; on timeout the job is cancelled. Long
         polls of `interval` seconds: the end is seen at once, progress every `interval`."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -397,11 +507,32 @@ class GenerationJob:
             if deadline is not None and time.monotonic() >= deadline:
                 with contextlib.suppress(BackendError):
                     self.cancel()
-                raise BackendError(f"Generate Motion did not finish within {timeout:.0f} s (cancelled).")
+                raise BackendError(f"{self.title} did not finish within {timeout:.0f} s (cancelled).")
 
     def cancel(self) -> JobStatus:
         self.status = self.client.cancel(self.id)
         return self.status
+
+
+class GenerationJob(BackendJob):
+    """A generate job; its result is a GenerationResult checked against what was asked for."""
+
+    title = "Generate Motion"
+
+    def __init__(
+        self,
+        client: BackendClient,
+        job_id: str,
+        joints: int,
+        frames: int,
+        variants: int,
+        status: JobStatus | None = None,
+    ):
+        self.joints, self.frames, self.variants = joints, frames, variants
+        super().__init__(client, job_id, self._decode, status)
+
+    def _decode(self, payload: dict[str, Any]) -> GenerationResult:
+        return decode_result(payload, self.joints, self.frames, self.variants)
 
 
 # ----------------------------------------------------------------------------- the process

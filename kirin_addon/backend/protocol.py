@@ -310,3 +310,85 @@ def generate_request(
         chosen = range(keep.frame_count) if keep_frames is None else keep_frames
         body["keep"] = {"motion": motion_to_json(keep, "float64"), "frames": [int(f) for f in chosen]}
     return body
+
+
+# ----------------------------------------------------------------------------- binding requests
+MAX_GROUPS = 1024  # vertex groups one transfer may carry
+MAX_TARGETS = 64  # meshes one Transfer Weights job may re-skin
+TRANSFER_OPTIONS = ("method", "max_distance", "max_angle", "allow_flipped_normals", "smooth_iterations",
+                    "max_influences", "k")
+
+
+def surface_to_json(vertices: np.ndarray, triangles: np.ndarray) -> dict[str, Any]:
+    return {"vertices": encode_array(vertices, "float32"), "triangles": encode_array(triangles, "int32")}
+
+
+def surface_from_json(obj: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (V,3) and triangles (F,3) of a mesh, indices checked; no triangles is legal (a point
+    cloud) — what a method then can do is the engine's call."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: expected an object with vertices and triangles.")
+    vertices = decode_array(obj.get("vertices"), f"{what}.vertices", (None, 3))
+    if vertices.shape[0] == 0:
+        raise ProtocolError(f"{what}: the mesh has no vertices.")
+    triangles = decode_array(obj.get("triangles"), f"{what}.triangles", (None, 3), kind="int")
+    if triangles.size and (triangles.min() < 0 or triangles.max() >= vertices.shape[0]):
+        raise ProtocolError(f"{what}.triangles: a vertex index is outside 0..{vertices.shape[0] - 1}.")
+    return vertices, triangles
+
+
+def weights_to_json(joint_indices: np.ndarray, joint_weights: np.ndarray) -> dict[str, Any]:
+    return {"joint_indices": encode_array(joint_indices, "int32"),
+            "joint_weights": encode_array(joint_weights, "float32")}
+
+
+def weights_from_json(obj: Any, count: int, groups: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(V,K) group indices and weights of `count` vertices over `groups` groups."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: expected an object with joint_indices and joint_weights.")
+    indices = decode_array(obj.get("joint_indices"), f"{what}.joint_indices", (count, None), kind="int")
+    weights = decode_array(obj.get("joint_weights"), f"{what}.joint_weights", (count, indices.shape[1]))
+    if indices.size and (indices.min() < 0 or indices.max() >= groups):
+        raise ProtocolError(f"{what}.joint_indices: a group index is outside 0..{groups - 1}.")
+    if np.any(weights < 0):
+        raise ProtocolError(f"{what}.joint_weights: weights must not be negative.")
+    return indices, weights
+
+
+def transfer_request(
+    source_vertices: np.ndarray,
+    source_triangles: np.ndarray,
+    groups: Sequence[str],
+    joint_indices: np.ndarray,
+    joint_weights: np.ndarray,
+    targets: Sequence[tuple[str, np.ndarray, np.ndarray]],
+    **options: Any,
+) -> dict[str, Any]:
+    """The JSON body of POST /v1/jobs/transfer: the source mesh with its vertex-group weights ((V,K)
+    indices into `groups`), and (name, vertices, triangles) of each target, all in one space.
+    `options` are TransferConfig fields (kirin_addon/weight_transfer.py)."""
+    unknown = set(options) - set(TRANSFER_OPTIONS)
+    if unknown:
+        raise ProtocolError(f"Unknown transfer option(s): {', '.join(sorted(unknown))}.")
+    return {
+        "source": {**surface_to_json(source_vertices, source_triangles),
+                   **weights_to_json(joint_indices, joint_weights)},
+        "groups": [str(g) for g in groups],
+        "targets": [{"name": str(name), **surface_to_json(v, t)} for name, v, t in targets],
+        "options": {k: v for k, v in options.items() if v is not None},
+    }
+
+
+def bind_request(
+    vertices: np.ndarray, triangles: np.ndarray, *, family: str | None = None, **options: Any
+) -> dict[str, Any]:
+    """The JSON body of POST /v1/jobs/bind: an unrigged mesh (world space) to fit a template skeleton
+    to (`family` None: the best family is detected) and skin with transfer `options`."""
+    unknown = set(options) - set(TRANSFER_OPTIONS)
+    if unknown:
+        raise ProtocolError(f"Unknown transfer option(s): {', '.join(sorted(unknown))}.")
+    return {
+        "mesh": surface_to_json(vertices, triangles),
+        "family": family,
+        "options": {k: v for k, v in options.items() if v is not None},
+    }

@@ -7,10 +7,10 @@ once and kept warm (jobs.py); the HTTP side only checks requests and hands out s
 so health and progress answer while a job samples. The OpenAPI schema is at /openapi.json (with the
 token too).
 
-Endpoints (all JSON, under /v1): GET health, GET version, POST jobs/generate (202 + job status),
-GET jobs, GET jobs/{id}, GET jobs/{id}/result (removes it unless ?keep=true), POST jobs/{id}/cancel,
-DELETE jobs/{id}, POST shutdown. Errors are `{"error": message, "status": code}` with a 4xx for
-anything a client did wrong.
+Endpoints (all JSON, under /v1): GET health, GET version, POST jobs/generate, jobs/transfer and
+jobs/bind (202 + job status), GET jobs, GET jobs/{id}, GET jobs/{id}/result (removes it unless
+?keep=true), POST jobs/{id}/cancel, DELETE jobs/{id}, POST shutdown. Errors are
+`{"error": message, "status": code}` with a 4xx for anything a client did wrong.
 """
 
 from __future__ import annotations
@@ -42,9 +42,20 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..creature import FAMILIES
 from ..rig import MAX_JOINTS
+from .binding import BindingService
 from .jobs import JobError, JobQueue
-from .protocol import API, MAX_DIMS, MAX_FRAMES, MAX_PROMPT, MAX_VARIANTS, PROTOCOL_VERSION
+from .protocol import (
+    API,
+    MAX_DIMS,
+    MAX_FRAMES,
+    MAX_GROUPS,
+    MAX_PROMPT,
+    MAX_TARGETS,
+    MAX_VARIANTS,
+    PROTOCOL_VERSION,
+)
 from .service import MAX_SEED, GenerationService, cuda_providers
 
 log = logging.getLogger("kirin.backend")
@@ -122,6 +133,54 @@ class GenerateIn(_Strict):
     )
     keep: KeepIn | None = None
     loop: bool = False
+
+
+class SurfaceIn(_Strict):
+    """A mesh: vertices (V,3) and triangles (F,3), in one space shared by the whole request."""
+
+    vertices: ArrayIn
+    triangles: ArrayIn
+
+
+class TransferOptionsIn(_Strict):
+    """Weight transfer settings (kirin_addon/weight_transfer.py: TransferConfig); omitted: defaults."""
+
+    method: Literal["robust", "nearest"] | None = None
+    max_distance: float | None = Field(
+        None, gt=0, le=1, allow_inf_nan=False, description="fraction of the target's bounding-box diagonal"
+    )
+    max_angle: float | None = Field(None, ge=0, le=180, allow_inf_nan=False, description="degrees")
+    allow_flipped_normals: bool | None = None
+    smooth_iterations: int | None = Field(None, ge=0, le=100)
+    max_influences: int | None = Field(None, ge=0, le=64, description="0: keep every influence")
+    k: int | None = Field(None, ge=1, le=64, description="neighbours of the nearest method")
+
+
+class TransferSourceIn(SurfaceIn):
+    """The source mesh and its weights: joint_indices/joint_weights (V,K) index `groups`."""
+
+    joint_indices: ArrayIn
+    joint_weights: ArrayIn
+
+
+class TransferTargetIn(SurfaceIn):
+    name: str = Field(min_length=1, max_length=256)
+
+
+GroupName = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class TransferIn(_Strict):
+    source: TransferSourceIn
+    groups: list[GroupName] = Field(min_length=1, max_length=MAX_GROUPS)
+    targets: list[TransferTargetIn] = Field(min_length=1, max_length=MAX_TARGETS)
+    options: TransferOptionsIn | None = None
+
+
+class BindIn(_Strict):
+    mesh: SurfaceIn
+    family: Literal[FAMILIES] | None = Field(None, description="template family; null: detect the best")
+    options: TransferOptionsIn | None = None
 
 
 class JobOut(BaseModel):
@@ -289,6 +348,18 @@ def create_app(backend: Backend) -> FastAPI:
         job = service.check(body.model_dump())
         return queue.submit(service.work(job), "generate")
 
+    @app.post(f"{API}/jobs/transfer", status_code=202, response_model=JobOut, responses=_ERRORS)
+    def submit_transfer(body: TransferIn) -> dict[str, Any]:
+        """Queue Transfer Weights: the source's vertex-group weights onto each target mesh."""
+        job = backend.binding.check_transfer(body.model_dump(exclude_none=True))
+        return queue.submit(backend.binding.transfer_work(job), "transfer")
+
+    @app.post(f"{API}/jobs/bind", status_code=202, response_model=JobOut, responses=_ERRORS)
+    def submit_bind(body: BindIn) -> dict[str, Any]:
+        """Queue Auto-Bind: fit a template skeleton to an unrigged mesh and skin it."""
+        job = backend.binding.check_bind(body.model_dump(exclude_none=True))
+        return queue.submit(backend.binding.bind_work(job), "bind")
+
     @app.get(f"{API}/jobs", response_model=list[JobOut], responses=_ERRORS)
     def list_jobs() -> list[dict[str, Any]]:
         return queue.list()
@@ -446,6 +517,7 @@ class Backend:
         log_level: str = "warning",
     ):
         self.service = service
+        self.binding = BindingService()
         self.token = token or secrets.token_urlsafe(32)
         self.queue = JobQueue(max_jobs, setup=service.load)
         self.started = time.time()

@@ -28,6 +28,9 @@ def scene_state() -> dict:
             anim.action.name if anim and anim.action else None,
             len(anim.nla_tracks) if anim else 0,
             tuple(round(v, 6) for v in obj.matrix_world.col[3]),
+            obj.parent.name if obj.parent else None,
+            tuple((m.type, getattr(getattr(m, "object", None), "name", None)) for m in obj.modifiers),
+            tuple(g.name for g in getattr(obj, "vertex_groups", ())),
         )
     return {
         "actions": sorted(a.name for a in bpy.data.actions),

@@ -247,7 +247,7 @@ def _modal_operator(gen, task):
     from types import SimpleNamespace
 
     cls = gen.KIRIN_OT_generate_motion
-    op = SimpleNamespace(_task=task, _timer="timer", reports=[])
+    op = SimpleNamespace(_task=task, _timer="timer", reports=[], bl_label=cls.bl_label)
     op.report = lambda kind, message: op.reports.append((set(kind).pop(), message))
     for name in ("_cleanup", "_show", "_finish"):
         setattr(op, name, getattr(cls, name).__get__(op))

@@ -1,0 +1,206 @@
+"""What every backend operator shares: reaching the backend, and one job seen from the add-on.
+
+Two paths share every step but the waiting:
+- `execute()` (scripts, the `kirin` command line, headless tests) submits the job and blocks on
+  `task.wait()`;
+- `invoke()` + `modal()` (a user's click) submits the job and returns at once; a window timer calls
+  `task.poll()` (one short `poll_once()` request), the status bar shows the progress, Esc cancels
+  the job. Nothing in the scene changes until the result is written, all in one step, so a
+  cancelled or failed job leaves the scene as it was and one Undo removes a finished one.
+
+An operator using `BackendOperator` provides `_start(context) -> BackendTask | None` (read and
+check the scene, submit) and `_finish(context, task, result) -> set` (write the result).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import bpy
+
+from ..kirin_addon.backend.client import (
+    BackendClient,
+    BackendError,
+    BackendJob,
+    JobCancelledError,
+    ensure_backend,
+)
+
+ADDON_ID = __package__.rpartition(".")[0]  # the add-on's module ("bl_ext.<repo>.kirin" as an extension)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def preferences(context=None):
+    """The add-on's preferences (None when Kirin runs as a plain package, e.g. some tests)."""
+    context = context or bpy.context
+    addon = context.preferences.addons.get(ADDON_ID)
+    return None if addon is None else addon.preferences
+
+
+def default_backend_python() -> str | None:
+    """The Python of the checkout's .venv next to the extension (its backend environment)."""
+    for candidate in (ROOT / ".venv" / "bin" / "python", ROOT / ".venv" / "Scripts" / "python.exe"):
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def backend_options(context=None) -> dict:
+    """How to reach the backend, from the preferences (or the defaults)."""
+    prefs = preferences(context)
+    url = (getattr(prefs, "backend_url", "") or "").strip()
+    options = {
+        "url": url or None,
+        "token_file": bpy.path.abspath(getattr(prefs, "backend_token_file", "") or "") or None,
+        "python": bpy.path.abspath(getattr(prefs, "backend_python", "") or "") or None,
+        "device": getattr(prefs, "backend_device", "auto") or "auto",
+        "threads": int(getattr(prefs, "backend_threads", 0) or 0),
+    }
+    if options["python"] is None:
+        options["python"] = os.environ.get("KIRIN_BACKEND_PYTHON") or default_backend_python()
+    return options
+
+
+def connect(context=None) -> BackendClient:
+    """A client of a working backend: the URL of a running one, else the one this Blender started
+    (started now on first use; a dead one is replaced)."""
+    options = backend_options(context)
+    if options["url"]:
+        return ensure_backend(url=options["url"], token_file=options["token_file"])
+    python = options["python"]
+    if not python:
+        raise BackendError(
+            "Kirin's backend needs its own Python environment: set 'Backend Python' (the .venv/bin/python "
+            "of a Kirin checkout) or a backend URL in the add-on preferences."
+        )
+    if not os.path.isfile(python):
+        raise BackendError(f"The backend Python {python} does not exist: fix it in the add-on preferences.")
+    extra = {"threads": options["threads"]} if options["threads"] else {}
+    return ensure_backend(python, device=options["device"], **extra)
+
+
+# ----------------------------------------------------------------------------- one job
+class BackendTask:
+    """One backend job seen from the add-on: poll (modal) or wait (execute), cancel. Touches no bpy
+    data, so that the modal path is tested without timers."""
+
+    def __init__(self, job: BackendJob, label: str):
+        self.job = job
+        self.label = label  # "generating 'a wolf trotting'", "binding 'Scan'"...
+        self.started = time.perf_counter()
+
+    def poll(self) -> Any:
+        """One status request: the result once the job is done, else None. BackendError when it
+        failed or the backend stopped, JobCancelledError when it was cancelled."""
+        status = self.job.poll_once()
+        return self.job.result() if status.finished else None
+
+    def wait(self, timeout: float | None = None) -> Any:
+        return self.job.wait(timeout=timeout)
+
+    def cancel(self) -> None:
+        try:
+            self.job.cancel()
+        except BackendError:
+            pass  # a backend that is gone has nothing left to cancel
+
+    @property
+    def progress_text(self) -> str:
+        status = self.job.status
+        where = f" (queued, {status.position} ahead)" if status.state == "queued" and status.position else ""
+        return f"Kirin: {self.label} {status.progress:.0%} — {status.message}{where}. Esc cancels."
+
+
+class BackendOperator:
+    """The execute/invoke/modal/cancel of an operator that runs one backend job (a mixin before
+    bpy.types.Operator). Subclasses define `_start`, `_finish` and a `timeout` property."""
+
+    _task: BackendTask | None = None
+    _timer = None
+
+    def _start(self, context) -> BackendTask | None:
+        raise NotImplementedError
+
+    def _finish(self, context, task: BackendTask, result: Any) -> set[str]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ synchronous path
+    def execute(self, context):
+        task = self._start(context)
+        if task is None:
+            return {"CANCELLED"}
+        try:
+            result = task.wait(timeout=self.timeout)
+        except JobCancelledError as exc:
+            self.report({"WARNING"}, str(exc))
+            return {"CANCELLED"}
+        except BackendError as exc:
+            self.report({"ERROR"}, exc.message)
+            return {"CANCELLED"}
+        return self._finish(context, task, result)
+
+    # ------------------------------------------------------------------ modal path
+    def invoke(self, context, event):
+        if context.window is None or bpy.app.background:  # no timers headless: the synchronous path
+            return self.execute(context)
+        task = self._start(context)
+        if task is None:
+            return {"CANCELLED"}
+        self._task = task
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(0.1, window=context.window)
+        wm.modal_handler_add(self)
+        wm.progress_begin(0, 100)
+        self._show(context, task.progress_text)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        task = self._task
+        if task is None:
+            return {"CANCELLED"}
+        if event.type == "ESC" and event.value == "PRESS":
+            task.cancel()
+            self._cleanup(context)
+            self.report({"WARNING"}, f"{self.bl_label} cancelled: nothing was changed.")
+            return {"CANCELLED"}
+        if event.type != "TIMER":  # (another timer's tick only polls a little more often)
+            return {"PASS_THROUGH"}
+        try:
+            result = task.poll()
+        except JobCancelledError as exc:
+            self._cleanup(context)
+            self.report({"WARNING"}, str(exc))
+            return {"CANCELLED"}
+        except BackendError as exc:
+            self._cleanup(context)
+            self.report({"ERROR"}, exc.message)
+            return {"CANCELLED"}
+        if result is None:
+            context.window_manager.progress_update(int(100 * task.job.status.progress))
+            self._show(context, task.progress_text)
+            return {"PASS_THROUGH"}
+        self._cleanup(context)
+        return self._finish(context, task, result)
+
+    def cancel(self, context):  # Blender ends the operator (window closed, file loaded)
+        if self._task is not None:
+            self._task.cancel()
+        self._cleanup(context)
+
+    def _show(self, context, text: str | None) -> None:
+        if context.workspace is not None:
+            context.workspace.status_text_set(text)
+        if context.area is not None:
+            context.area.header_text_set(text)
+
+    def _cleanup(self, context) -> None:
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+        wm.progress_end()
+        self._show(context, None)
+        self._task = None

@@ -1,0 +1,205 @@
+"""Auto-Bind and Transfer Weights end to end, headless: the add-on sends meshes to a CPU backend
+(the checkout's .venv Python, one thread) and writes armatures, vertex groups and modifiers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from blender_support import activate, bpy, headless, scene_io, scene_state
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULE = f"bl_ext.{headless.REPO_NAME}.kirin"
+MASKS = ("Kirin Rejected", "Kirin Inpainted", "Kirin Fallback")
+
+pytestmark = pytest.mark.skipif(
+    not (ROOT / ".venv" / "bin" / "python").is_file(), reason="needs the checkout's .venv (the backend)"
+)
+
+
+def ext(name: str):
+    return sys.modules[f"{MODULE}.{name}"]
+
+
+@pytest.fixture
+def kirin(blender):
+    prefs = bpy.context.preferences.addons[MODULE].preferences
+    prefs.backend_device, prefs.backend_threads = "cpu", 1
+    return blender
+
+
+@pytest.fixture
+def creature(kirin):
+    arm, meshes = headless.builtin_creature(3)
+    return arm, meshes[0]
+
+
+def posed_vertices(arm, body, seed: int = 0, amount: float = 0.5) -> np.ndarray:
+    """The evaluated mesh with every bone turned by a seeded random rotation (world space)."""
+    rng = np.random.default_rng(seed)
+    for bone in arm.pose.bones:
+        bone.rotation_mode = "XYZ"
+        bone.rotation_euler = rng.uniform(-amount, amount, 3)
+    bpy.context.view_layer.update()
+    out = scene_io.evaluated_mesh_vertices(body, arm) @ np.array(arm.matrix_world)[:3, :3].T
+    for bone in arm.pose.bones:
+        bone.rotation_euler = (0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    return out
+
+
+def remeshed_copy(body, name: str = "Remeshed") -> bpy.types.Object:
+    """An unweighted copy of `body` whose vertices are new: subdivided once (simple), so every new
+    vertex lies on the original surface and most coincide with no original one."""
+    data = body.data.copy()
+    copy = bpy.data.objects.new(name, data)
+    bpy.context.scene.collection.objects.link(copy)
+    copy.matrix_world = body.matrix_world
+    copy.vertex_groups.clear()
+    modifier = copy.modifiers.new("Subdivide", "SUBSURF")
+    modifier.subdivision_type, modifier.levels = "SIMPLE", 1
+    activate(copy)
+    bpy.ops.object.modifier_apply(modifier=modifier.name)
+    return copy
+
+
+# ----------------------------------------------------------------------------- Transfer Weights
+def test_transfer_weights_reskins_a_remeshed_copy(creature):
+    arm, body = creature
+    target = remeshed_copy(body)
+    assert len(target.data.vertices) > len(body.data.vertices)
+    target.select_set(True)
+    body.select_set(True)
+    bpy.context.view_layer.objects.active = body
+    assert bpy.ops.kirin.transfer_weights() == {"FINISHED"}
+
+    bones = {b.name for b in arm.data.bones}
+    groups = {g.name for g in target.vertex_groups}
+    assert groups - set(MASKS) <= bones
+    assert len(groups & bones) >= len({g.name for g in body.vertex_groups}) - 2
+    assert any(m.type == "ARMATURE" and m.object == arm for m in target.modifiers)
+    # Same surface: where the copy has the original's vertices (a subdivision keeps them first), it
+    # deforms like the original under the same pose.
+    source_posed = posed_vertices(arm, body, seed=1)
+    target_posed = posed_vertices(arm, target, seed=1)
+    corner = target_posed[: len(body.data.vertices)]  # subdivision keeps the original vertices first
+    diagonal = np.linalg.norm(np.ptp(scene_io.read_surface(body)[0], axis=0))
+    error = np.linalg.norm(corner - source_posed, axis=-1) / diagonal
+    assert error.mean() < 0.002 and error.max() < 0.02, (error.mean(), error.max())
+
+
+def test_transfer_weights_bad_input_changes_nothing(creature):
+    arm, body = creature
+    target = remeshed_copy(body)
+    bare = bpy.data.objects.new("Bare", bpy.data.meshes.new("Bare"))
+    bpy.context.scene.collection.objects.link(bare)
+    before = scene_state()
+    activate(body)  # no target selected
+    assert bpy.ops.kirin.transfer_weights() == {"CANCELLED"}
+    activate(target)  # the source has no weights
+    body.select_set(True)
+    assert bpy.ops.kirin.transfer_weights() == {"CANCELLED"}
+    activate(bare)  # an empty source mesh
+    target.select_set(True)
+    assert bpy.ops.kirin.transfer_weights() == {"CANCELLED"}
+    assert scene_state() == before
+
+
+# ----------------------------------------------------------------------------- Auto-Bind
+def unrigged(body) -> bpy.types.Object:
+    """`body` with its rig taken away (what a sculpt or a scan is)."""
+    ext("operators.headless_bind").strip_rig([body])
+    return body
+
+
+def test_auto_bind_makes_a_rig_that_keeps_the_rest_shape_and_moves_the_mesh(creature):
+    _, body = creature
+    body = unrigged(body)
+    rest = scene_io.read_surface(body)[0]
+    activate(body)
+    assert bpy.ops.kirin.auto_bind(family="QUADRUPED") == {"FINISHED"}
+    report = dict(ext("operators.binding").last_bind)
+    arm = bpy.data.objects[report["armature"]]
+    assert arm.type == "ARMATURE" and body.parent == arm and report["family"] == "quadruped"
+    assert report["quality"] in ("good", "fair")
+    assert any(m.type == "ARMATURE" and m.object == arm for m in body.modifiers)
+    bones = {b.name for b in arm.data.bones}
+    assert {g.name for g in body.vertex_groups} - set(MASKS) <= bones
+    # At rest the bound mesh is exactly where it was; posed, it moves.
+    bpy.context.view_layer.update()
+    at_rest = scene_io.evaluated_mesh_vertices(body, arm)
+    assert np.abs(at_rest - rest).max() < 1e-5 * np.ptp(rest, axis=0).max()
+    posed = posed_vertices(arm, body, seed=2)
+    assert np.abs(posed - rest).max() > 0.01 * np.ptp(rest, axis=0).max()
+    # Then Generate Motion drives it.
+    activate(arm)
+    done = bpy.ops.kirin.generate_motion(prompt="a dog trotting forward", frames=16, variants=1)
+    assert done == {"FINISHED"}
+    assert arm.animation_data.action.name == "Kirin: a dog trotting forward"
+
+
+def test_auto_bind_undo_and_bad_input(creature):
+    arm, body = creature
+    before = scene_state()
+    activate(body)  # already bound to the creature's armature
+    assert bpy.ops.kirin.auto_bind(family="QUADRUPED") == {"CANCELLED"}
+    activate(arm)  # not a mesh
+    assert not bpy.ops.kirin.auto_bind.poll()
+    loose = bpy.data.meshes.new("Points")
+    loose.vertices.add(3)
+    points = bpy.data.objects.new("Points", loose)
+    bpy.context.scene.collection.objects.link(points)
+    before = scene_state()
+    activate(points)  # no faces
+    assert bpy.ops.kirin.auto_bind() == {"CANCELLED"}
+    assert scene_state() == before
+
+    body = unrigged(body)
+    activate(body)
+    bpy.ops.ed.undo_push(message="before Auto-Bind")
+    before = scene_state()
+    assert bpy.ops.kirin.auto_bind("EXEC_DEFAULT", True, family="QUADRUPED") == {"FINISHED"}
+    assert scene_state() != before
+    bpy.ops.ed.undo()
+    assert scene_state() == before
+
+
+def test_show_transfer_mask_opens_weight_paint_on_the_mask(creature):
+    arm, body = creature
+    target = remeshed_copy(body)
+    activate(target)
+    body.select_set(True)
+    bpy.context.view_layer.objects.active = body
+    bpy.context.scene.kirin.max_distance = 0.0001  # strict: most vertices rejected, then inpainted
+    assert bpy.ops.kirin.transfer_weights() == {"FINISHED"}
+    group = target.vertex_groups.get("Kirin Rejected")
+    assert group is not None
+    activate(target)
+    assert bpy.ops.kirin.show_transfer_mask(mask="REJECTED") == {"FINISHED"}
+    assert target.vertex_groups.active.name == "Kirin Rejected"
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
+# ----------------------------------------------------------------------------- the command line
+def test_cli_bind_then_generate(tmp_path):
+    out, report = tmp_path / "bound.blend", tmp_path / "bind.json"
+    kirin = Path(sys.executable).with_name("kirin")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([str(kirin), "bind", "--template", "quadruped", "--prompt", "a dog walking",
+                          "--frames", "16", "--out", str(out), "--json", str(report), "--threads", "1",
+                          "--device", "cpu"], capture_output=True, text=True, timeout=900, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = json.loads(report.read_text())
+    assert summary["family"] == "quadruped" and summary["bones"] > 10
+    assert summary["rest_matches"] < 1e-4
+    assert summary["generated"]["variants"][0]["frames"] == 16
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    arm = bpy.data.objects[summary["armature"]]
+    assert arm.animation_data.action is not None
+    bpy.ops.wm.read_factory_settings(use_empty=True)
