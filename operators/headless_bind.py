@@ -38,6 +38,7 @@ def strip_rig(meshes: list[bpy.types.Object]) -> None:
         obj.vertex_groups.clear()
     for arm in armatures:
         bpy.data.objects.remove(arm)
+    bpy.context.view_layer.update()  # else the view layer still lists the removed objects (as None)
 
 
 def import_mesh(path: str | None, creature_seed: int = 0) -> bpy.types.Object:

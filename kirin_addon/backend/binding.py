@@ -171,8 +171,8 @@ class BindingService:
 
         started = time.perf_counter()
         report(0.0, "fitting the template" if job.family else "finding the template")
-        def progress(fraction: float) -> None:  # raises JobCancelled: a cancel stops the fit
-            report(0.8 * float(fraction), "fitting the template")
+        def progress(fraction: float, message: str = "") -> None:  # raises JobCancelled: stops the fit
+            report(0.8 * float(fraction), message or "fitting the template")
 
         try:
             fit = fit_template(job.vertices, job.triangles, job.family, progress=progress)
