@@ -100,7 +100,21 @@ def write_bind(context, request: BindInput, result: BindResult) -> tuple[bpy.typ
     return arm, counts
 
 
-class KIRIN_OT_auto_bind(BackendOperator, bpy.types.Operator):
+class NeedsActiveMesh:
+    """Operators on the active mesh: greyed out, with `mesh_hint` as the reason, without one."""
+
+    mesh_hint = "Select a mesh."
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        if obj is None or obj.type != "MESH":
+            cls.poll_message_set(cls.mesh_hint)
+            return False
+        return True
+
+
+class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
     """Fit a template skeleton to the selected unrigged mesh and skin it: a new armature, vertex
     groups and an Armature modifier (runs in Kirin's backend)"""
 
@@ -111,13 +125,7 @@ class KIRIN_OT_auto_bind(BackendOperator, bpy.types.Operator):
     family: EnumProperty(name="Template", items=FAMILY_ITEMS, default="AUTO")
     timeout: FloatProperty(name="Timeout (s)", default=900.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
 
-    @classmethod
-    def poll(cls, context):
-        obj = context.active_object
-        if obj is None or obj.type != "MESH":
-            cls.poll_message_set("Select the mesh to bind.")
-            return False
-        return True
+    mesh_hint = "Select the mesh to bind."
 
     def _start(self, context) -> BindTask | None:
         settings = context.scene.kirin
@@ -221,7 +229,7 @@ def write_transfer(context, request: TransferInput, result: TransferResult) -> d
     return out
 
 
-class KIRIN_OT_transfer_weights(BackendOperator, bpy.types.Operator):
+class KIRIN_OT_transfer_weights(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
     """Copy the active mesh's skin weights onto the other selected meshes (robust transfer with
     weight inpainting, or nearest vertices); runs in Kirin's backend"""
 
@@ -231,13 +239,7 @@ class KIRIN_OT_transfer_weights(BackendOperator, bpy.types.Operator):
 
     timeout: FloatProperty(name="Timeout (s)", default=900.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
 
-    @classmethod
-    def poll(cls, context):
-        obj = context.active_object
-        if obj is None or obj.type != "MESH":
-            cls.poll_message_set("Select the target meshes, then the weighted source mesh last (active).")
-            return False
-        return True
+    mesh_hint = "Select the target meshes, then the weighted source mesh last (active)."
 
     def _start(self, context) -> TransferTask | None:
         try:

@@ -45,6 +45,15 @@ def disable_extension(module: str) -> None:
     addon_utils.disable(module, default_set=True, handle_error=_raise)
 
 
+def link_blend_objects(path: str) -> None:
+    """Append every object of a .blend file into the scene."""
+    with bpy.data.libraries.load(path) as (src, dst):
+        dst.objects = list(src.objects)
+    for obj in dst.objects:
+        if obj is not None:
+            bpy.context.scene.collection.objects.link(obj)
+
+
 def import_rig_file(path: str) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
     """Import a character file (glTF/GLB, FBX, BVH, .blend); returns its armature and skinned meshes."""
     if not os.path.isfile(path):
@@ -58,11 +67,7 @@ def import_rig_file(path: str) -> tuple[bpy.types.Object, list[bpy.types.Object]
     elif ext == ".bvh":
         bpy.ops.import_anim.bvh(filepath=path)
     elif ext == ".blend":
-        with bpy.data.libraries.load(path) as (src, dst):
-            dst.objects = list(src.objects)
-        for obj in dst.objects:
-            if obj is not None:
-                bpy.context.scene.collection.objects.link(obj)
+        link_blend_objects(path)
     else:
         raise ValueError(f"Unsupported character file '{ext}' (use .glb, .gltf, .fbx, .bvh or .blend)")
     new = [o for o in bpy.data.objects if o not in before]

@@ -52,11 +52,7 @@ def import_mesh(path: str | None, creature_seed: int = 0) -> bpy.types.Object:
             raise FileNotFoundError(f"No such file: {path}")
         ext = Path(path).suffix.lower()
         if ext == ".blend":
-            with bpy.data.libraries.load(path) as (src, dst):
-                dst.objects = list(src.objects)
-            for obj in dst.objects:
-                if obj is not None:
-                    bpy.context.scene.collection.objects.link(obj)
+            headless.link_blend_objects(path)
         elif ext in MESH_IMPORTERS:
             MESH_IMPORTERS[ext](path)
         else:

@@ -315,8 +315,8 @@ def generate_request(
 # ----------------------------------------------------------------------------- binding requests
 MAX_GROUPS = 1024  # vertex groups one transfer may carry
 MAX_TARGETS = 64  # meshes one Transfer Weights job may re-skin
-TRANSFER_OPTIONS = ("method", "max_distance", "max_angle", "allow_flipped_normals", "smooth_iterations",
-                    "max_influences", "k")
+TRANSFER_OPTIONS = ("method", "max_distance", "max_angle", "surface_tolerance", "allow_flipped_normals",
+                    "smooth_iterations", "max_influences", "k")
 
 
 def surface_to_json(vertices: np.ndarray, triangles: np.ndarray) -> dict[str, Any]:

@@ -150,6 +150,10 @@ class TransferOptionsIn(_Strict):
         None, gt=0, le=1, allow_inf_nan=False, description="fraction of the target's bounding-box diagonal"
     )
     max_angle: float | None = Field(None, ge=0, le=180, allow_inf_nan=False, description="degrees")
+    surface_tolerance: float | None = Field(
+        None, ge=0, le=1, allow_inf_nan=False, description="closer than this (fraction of the diagonal): "
+        "on the source surface, normals not tested"
+    )
     allow_flipped_normals: bool | None = None
     smooth_iterations: int | None = Field(None, ge=0, le=100)
     max_influences: int | None = Field(None, ge=0, le=64, description="0: keep every influence")
