@@ -57,6 +57,7 @@ from scipy.spatial import cKDTree
 
 METHODS = ("robust", "nearest")
 KDTREE_WORKERS = -1  # threads for the k-nearest queries (scipy's `workers`; -1: every core)
+WELD_TOLERANCE = 1e-6  # fraction of the target's diagonal: closer vertices are one (a seam)
 SMOOTH_ALPHA = 0.2  # strength of one smoothing step (the paper's reference code uses 0.2)
 _CHUNK = 16384  # queries per closest-point block: bounds the (Q, k, 12) candidate arrays
 _PASSES = (12, 64, 256)  # k-nearest samples per certification pass, before the exhaustive ball query
@@ -666,14 +667,40 @@ def transfer_weights(source_vertices: np.ndarray, source_triangles: np.ndarray, 
         clock.lap("nearest")
         flags = np.ones(count, dtype=bool), np.zeros(count, dtype=bool), np.zeros(count, dtype=bool)
     else:
-        dense, flags = _robust(source_vertices, source_triangles, weights, target_vertices,
-                               target_triangles, config, diagonal, stats, clock)
+        # Imported meshes are split at UV and normal seams; welded, a seam no longer cuts the mesh
+        # into pieces the inpainting cannot cross (10-46 % of a glTF character fell back unwelded).
+        unique, welded_triangles, inverse = weld(target_vertices, target_triangles, WELD_TOLERANCE * diagonal)
+        stats["welded_vertices"] = count - len(unique)
+        clock.lap("weld")
+        dense, flags = _robust(source_vertices, source_triangles, weights, unique,
+                               welded_triangles, config, diagonal, stats, clock)
+        dense, flags = dense[inverse], tuple(flag[inverse] for flag in flags)
     dense = _finish(dense, config.max_influences)
     clock.lap("limit")
     matched, inpainted, fallback = flags
     stats.update(matched=int(matched.sum()), inpainted=int(inpainted.sum()), fallback=int(fallback.sum()),
                  seconds=dict(clock.seconds, total=sum(clock.seconds.values())))
     return TransferResult(dense, matched, inpainted, fallback, stats)
+
+
+def weld(vertices: np.ndarray, triangles: np.ndarray, tolerance: float) -> tuple[np.ndarray, ...]:
+    """Merge vertices closer than `tolerance`: (unique vertices, triangles on them, inverse) with
+    `unique[inverse]` ≈ `vertices`; triangles that collapse stay (zero-area faces are handled)."""
+    if len(vertices) == 0:
+        return vertices, triangles, np.zeros(0, dtype=np.int64)
+    pairs = cKDTree(vertices).query_pairs(max(tolerance, 0.0), output_type="ndarray")
+    if len(pairs) == 0:
+        return vertices, triangles, np.arange(len(vertices))
+    graph = sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(vertices),) * 2)
+    _, labels = connected_components(graph, directed=False)
+    # One representative per group (its first vertex), numbered in order of first appearance.
+    first = np.full(labels.max() + 1, len(vertices))
+    np.minimum.at(first, labels, np.arange(len(vertices)))
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    inverse = rank[labels]
+    return vertices[first[order]], inverse[triangles], inverse
 
 
 def _finish(dense: np.ndarray, max_influences: int) -> np.ndarray:

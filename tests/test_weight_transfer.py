@@ -352,11 +352,17 @@ def test_bad_meshes_give_valid_weights():
         result = transfer_weights(mesh.vertices, source_triangles, weights, vertices, triangles, config)
         assert rows_valid(result.weights)
         assert np.array_equal(result.inpainted, ~result.matched & ~result.fallback)
-        # The bad faces sit inside the hole and are inpainted; the duplicated originals are now
-        # isolated vertices far from the holed source: fallback, as is the far isolated vertex.
+        # The bad faces sit inside the hole and are inpainted; the duplicated originals (no face
+        # uses them any more) are welded to their copies and take the same weights; the far isolated
+        # vertex falls back.
         assert result.inpainted[triangles[-3:]].all()
-        assert result.inpainted.sum() == hole.sum() + 2  # the flat face's middle vertex and the fin's tip
-        assert result.fallback[np.flatnonzero(hole)[:40]].all() and result.fallback[-1] and result.matched[-2]
+        picked = np.flatnonzero(hole)[:40]
+        copies = len(mesh.vertices) + np.arange(picked.size)
+        assert result.inpainted[picked].all()
+        assert np.array_equal(result.weights[picked], result.weights[copies])
+        # + the 40 duplicates, the flat face's middle vertex and the fin's tip
+        assert result.inpainted.sum() == hole.sum() + picked.size + 2
+        assert result.fallback[-1] and result.matched[-2]
     # As the source: the bad parts carry their originals' weights; a resampled clean target matches.
     moved, truth = resampled(mesh.vertices, mesh.triangles, weights)
     source_weights = weights[origin]
@@ -485,3 +491,19 @@ def test_bad_input_raises():
     np.testing.assert_allclose(out.weights, weights / weights.sum(axis=1, keepdims=True), atol=1e-6)
     empty = transfer_weights(vertices, faces, weights, vertices[:0], faces[:0])
     assert empty.weights.shape == (0, 3) and empty.matched.shape == (0,)
+
+
+def test_seams_are_welded_so_inpainting_crosses_them():
+    """A target split at every edge (each triangle its own three vertices, as flat-shaded imports
+    are): welded, it is one piece again, so a hole of the source is inpainted, not a fallback."""
+    beast, weights = creature()
+    mesh = beast.mesh
+    region = np.isin(weights.argmax(axis=1), beast.legs()[0].joints[-2:])
+    source_triangles = mesh.triangles[~region[mesh.triangles].any(axis=1)]
+    split_vertices = mesh.vertices[mesh.triangles.ravel()]
+    split_triangles = np.arange(split_vertices.shape[0]).reshape(-1, 3)
+    whole = transfer_weights(mesh.vertices, source_triangles, weights, mesh.vertices, mesh.triangles)
+    split = transfer_weights(mesh.vertices, source_triangles, weights, split_vertices, split_triangles)
+    assert split.stats["welded_vertices"] == len(split_vertices) - len(mesh.vertices)
+    assert not split.fallback.any() and split.inpainted.sum() == whole.inpainted[mesh.triangles.ravel()].sum()
+    np.testing.assert_allclose(split.weights, whole.weights[mesh.triangles.ravel()], atol=1e-6)
