@@ -1,0 +1,60 @@
+"""The Auto-Bind benchmark's core on one small character (the Quaternius Shiba Inu, 2 poses)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from assets_support import asset_files
+from blender_support import bpy  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy loads)
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_autobind.py"
+SHIBA = asset_files("quaternius/animals_pack/ShibaInu.glb")
+pytestmark = [pytest.mark.skipif(not SHIBA, reason="../shared/assets is not present"), pytest.mark.slow]
+
+
+def load_bench() -> ModuleType:
+    """benchmarks/ is not a package: load the script as a module."""
+    spec = importlib.util.spec_from_file_location("bench_autobind", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def finite_stats(stats: dict) -> bool:
+    return all(math.isfinite(stats[k]) for k in ("mean", "p95", "max", "rest_max"))
+
+
+def test_autobind_core_on_the_shiba(blender):
+    pytest.importorskip("torch")
+    bench = load_bench()
+    row = bench.benchmark_character("animals_pack/ShibaInu", SHIBA[0], "quadruped", frames=2)
+    assert row["frames"] == 2 and row["poses"].endswith("clips")
+    assert row["family"] == "quadruped" and math.isfinite(row["chamfer_pct"])
+    methods = (*bench.METHODS, bench.UNWELDED)
+    for block in (row["methods"], row["best_pose"]["methods"]):
+        assert set(block) == set(methods)
+        for method in methods:
+            stats = block[method]
+            assert finite_stats(stats), method
+            assert 0.0 <= stats["mean"] <= stats["p95"] <= stats["max"] < 100.0, method
+            # Frame 0 is the artist's rest pose: B_j then B_j⁻¹ must give the rest mesh back.
+            assert stats["rest_max"] < 1e-3, method
+    for method in ("robust", "10-NN", "BoneHeat", "DataTransfer"):
+        assert row["methods"][method]["unweighted"] == 0, method
+    assert row["methods"]["robust"]["max_influences"] <= 4
+    assert finite_stats(row["floor"])
+    assert all(math.isfinite(v) and v > 0 for v in row["ratios"].values())
+    # Our numpy ground truth, FK and LBS agree with Blender's own evaluation.
+    assert all(v < 1e-3 for v in row["checks"].values()), row["checks"]
+    joints = row["joint_error"]
+    assert joints["mapped"] > 0 and 0.0 < joints["mapped_mean_pct"] < 50.0
+    # A weight set under its own best pose cannot do worse than under the retargeted one.
+    for method in bench.METHODS:
+        assert row["best_pose"]["methods"][method]["mean"] <= row["methods"][method]["mean"] + 1e-9, method
