@@ -180,11 +180,25 @@ def test_auto_bind_undo_and_bad_input(creature):
 def test_show_transfer_mask_opens_weight_paint_on_the_mask(creature):
     arm, body = creature
     target = remeshed_copy(body)
+    # Inflate the copy's left half by 3 % of its size: too far from the source (1 %), so inpainted.
+    count = len(target.data.vertices)
+    co, normal = np.empty(count * 3, np.float32), np.empty(count * 3, np.float32)
+    target.data.vertices.foreach_get("co", co)
+    target.data.vertices.foreach_get("normal", normal)
+    co, normal = co.reshape(-1, 3), normal.reshape(-1, 3)
+    left = co[:, 0] > 0.2 * co[:, 0].max()
+    co[left] += 0.03 * np.linalg.norm(np.ptp(co, axis=0)) * normal[left]
+    target.data.vertices.foreach_set("co", co.ravel())
+    target.data.update()
     activate(target)
     body.select_set(True)
     bpy.context.view_layer.objects.active = body
-    bpy.context.scene.kirin.max_distance = 0.0001  # strict: most vertices rejected, then inpainted
+    bpy.context.scene.kirin.max_distance = 0.01
     assert bpy.ops.kirin.transfer_weights() == {"FINISHED"}
+    inpainted = target.vertex_groups.get("Kirin Inpainted")
+    assert inpainted is not None
+    marked = np.array([any(g.group == inpainted.index for g in v.groups) for v in target.data.vertices])
+    assert marked[left].mean() > 0.9 and marked[~left].mean() < 0.1
     group = target.vertex_groups.get("Kirin Rejected")
     assert group is not None
     activate(target)
