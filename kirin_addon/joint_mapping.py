@@ -3,27 +3,32 @@
 `auto_map_joints(source, target)` says, for every target joint, which source joint it follows
 (or None: the retargeter keeps it at rest relative to its parent). Both rigs must already be in
 the canonical frame (+Z up, −Y forward, +X the creature's left, unit body size, origin at the
-main root on the ground), so their rest geometry is directly comparable. `mapping_to_text` /
-`mapping_from_text` give an editable "target = source" text form, `validate_mapping` checks one.
+main root on the ground), so their rest geometry is directly comparable; deform flags count.
+`mapping_to_text` / `mapping_from_text` give an editable "target = source" text form,
+`validate_mapping` checks one.
 
 Score. Every (target t, source s) pair gets a score w(t, s), worth mapping where w > 0:
 
     w = 2.5·name + 1.0·position + 0.5·direction + 0.5·upstream + 0.5·downstream + 0.75·along
-        + 0.5·side + 0.25·leaf + 1.0·hub − 0.75,          and w = −∞ across sides.
+        + 0.5·side + 0.25·leaf + 1.0·hub − 0.5·deform − 1.0·under − 0.75,   and w = −∞ across sides.
 
 * name ∈ [−1, 1]: names are parsed (`parse_joint_name`) into side, body part, limb kind
   (front: arms, fore legs, wings; hind: legs), limb segment (girdle, upper, lower, end, digit or
   a finger) and a confidence, after stripping namespaces and prefixes ("mixamorig:", "DEF-",
   "Armature_", "Bip01", "b_"), Blender/glTF numbering (".001", "_012") and separators, with
-  synonyms (thigh = upleg = femur, shin = calf = leg, foot = paw = hoof, hand = wrist …).
+  synonyms (thigh = upleg = femur, shin = calf = leg, foot = paw = hoof, hand = wrist …);
+  "front"/"fore" and "hind"/"rear"/"back" next to a limb word ("BackLowerLeg", "thigh_back_l")
+  say which pair of legs ("Back", "LowerBack" alone are the spine).
   Same part: +confidence (ambiguous words such as "Leg" or "Arm" count half); the same limb's
   other segment: −0.3·confidence; two different parts of the spine/neck/head axis: −0.3 (the
   geometry decides: Rigify calls the neck "spine.004"); front against hind limbs, or limbs
   against the axis: −1; a name that says nothing ("Bone.012", "Joint_5"): 0. Helper bones
-  (twist, IK, pole) lose 0.5 and end sites ("HeadTop_End", "Nub") 1.0 against ordinary bones,
+  (twist, IK, pole) lose 0.25 and end sites ("HeadTop_End", "Nub") 1.0 against ordinary bones,
   and a limb segment's continuation ("thigh.L.001" after "thigh.L") keeps a fifth of its
   score against a segment's first bone.
-* position: 2·exp(−d²/2σ²) − 1 for the distance d between the heads (σ = 0.12 body sizes).
+* position: 2·exp(−d²/2σ²) − 1 for the distance d between the heads (σ = 0.12 body sizes);
+  where a root bone stands under the body, well below the hub (Quaternius' "Body" under the
+  belly), heads are measured from the floor below the hub instead of the canonical origin.
 * direction: cosine between the rest bone directions.
 * upstream / downstream: 2·exp(−Δ²/2σ²) − 1 (σ = 0.1 body sizes) on the path length along the
   bones from the hub (where the limbs meet: the hips of a humanoid, below any ground root) and
@@ -33,18 +38,32 @@ Score. Every (target t, source s) pair gets a score w(t, s), worth mapping where
   joint: it aligns chains split into different numbers of bones.
 * side: +1 same side (by name, else by the sign of x), −1 one centred and one sided; opposite
   sides are forbidden outright. leaf: −1 when one joint is an end effector and the other is not.
-  hub: +1 for the two hubs, +0.5 for the two main roots where those differ.
+  hub: +1 for the two hubs, +0.5 for the two main roots where those differ. deform: 1 when one
+  bone deforms and the other does not. under: 1 when one is a root bone under the body (above
+  the hub, lower than a third of its height: a "Root" on the floor) and the other is not, so the
+  hips never follow a floor bone.
 
-Structure. The mapping maximises the sum of w over mapped pairs minus 0.3 for every joint
-skipped between mapped ones, under the constraint that it is one-to-one and preserves ancestry
-("the image of a joint's nearest mapped ancestor is an ancestor of its image"). It is found by
-dynamic programming over both hierarchies (Zhang's constrained alignment of unordered trees: a
-subtree maps into one subtree, sibling subtrees into disjoint subtrees through a bipartite
-assignment at each branching, and joints without a counterpart are skipped on either side).
-A greedy pass then adds the remaining positive pairs that keep ancestry, which the alignment
-cannot place when two sibling chains go under one source joint (a thumb and an index finger
-both under Rigify's "palm.01"). Extra target joints (five spine bones against one, fingers on
-a rig without) stay unmapped; a source joint never drives two target joints.
+The hub is the first joint below the main root with two major branches; a root bone under the
+body that carries the legs beside the hips leads to its heaviest branch. The path features and
+the alignment follow the rig's hierarchy with one change: a tree standing on the floor beside
+the body's (a separate IK foot control at the paw; legs under a floor "Root" beside the hips)
+hangs from the body's joint nearest to it where that is a chain's end on its side or the hub.
+
+Structure. The mapping is one-to-one and maximises the sum of w over mapped pairs minus 0.3 for
+every joint skipped between mapped ones and minus 1.0 for every break of ancestry ("the image of
+a joint's nearest mapped ancestor is an ancestor of its image"). Ancestry is a preference, not a
+rule: the retargeter copies each joint's world-space rotation delta, so a pair that breaks it
+still moves the right mesh (ears beside the head, where the target has them under it). It is
+found by dynamic programming over both hierarchies (Zhang's constrained alignment of unordered
+trees: a subtree maps into one subtree, sibling subtrees into disjoint subtrees through a
+bipartite assignment at each branching, and joints without a counterpart are skipped on either
+side), where a target subtree may instead go, at the penalty, into the best source subtree
+unrelated to its parent's image; a pair that then lost its source joint to a better one is
+ruled out and the alignment redone. A greedy pass adds the remaining positive pairs worth more
+than the ancestry they break (two sibling chains under one source joint, a thumb and an index
+finger both under Rigify's "palm.01"; a head above the ears beside it); helper bones keep
+ancestry. Extra target joints (five spine bones against one, fingers on a rig without) stay
+unmapped; a source joint never drives two target joints.
 """
 
 from __future__ import annotations
@@ -72,12 +91,20 @@ W_NAME, W_POSITION, W_DIRECTION, W_UP, W_DOWN, W_ALONG, W_SIDE, W_LEAF, W_ROOTS,
     2.5, 1.0, 0.5, 0.5, 0.5, 0.75, 0.5, 0.25, 1.0, 0.75)
 AXIAL_CONFLICT = -0.3  # name score of two different parts of the spine/neck/head axis
 END_MISMATCH = 1.0  # name penalty of an end site ("HeadTop_End") against a real joint
+W_DEFORM = 0.5  # penalty of a deforming bone against one that does not deform
+W_UNDER = 1.0  # penalty of a root bone under the body ("Root" on the floor) against a body joint
+HELPER_MISMATCH = 0.25  # name penalty of a helper (twist, IK …) against an ordinary bone; the tree
+# structure does the rest: an IK control is the foot only where the leg chain has none (Quaternius)
 SIGMA_POSITION = 0.12  # body sizes
 SIGMA_PATH = 0.10  # body sizes
 SIGMA_ALONG = 0.10  # fraction of a chain
 _SIDE_EPS = 0.02  # |x| below this (body sizes) counts as the centre line
 GAP = 0.3  # cost of skipping a joint between mapped ones
+ANCESTRY = 1.0  # cost of a mapped joint whose image is not below its nearest mapped ancestor's image
+_ALIGN_ROUNDS = 4  # alignments at most, each ruling out the pairs that lost a source joint
 _HUB_BRANCH = 0.3  # a branch this long relative to the longest one makes a joint the hub
+_UNDER = 1 / 3  # a joint above the hub lower than this fraction of its height is a root bone under the body
+_FLOOR = 0.05  # body sizes: a tree with a head lower than this reaches the floor
 
 # --------------------------------------------------------------------------- names
 
@@ -96,8 +123,13 @@ _HELPER = frozenset({
     "weapon", "prop", "attach", "offset", "mechanism",
 })
 _FRONT = re.compile(r"front|frnt|fore(?!arm|finger|head)")
-_HIND = re.compile(
-    r"hind|(?<!fo)rear|back(?=\w*(?:leg|foot|feet|paw|hoof|thigh|shin|calf|toe|knee|ankle|shoulder|hip))")
+# "Back" means hind next to a limb word, before or after it ("BackLowerLeg", "thigh_back_l": the
+# separators are gone from the core); alone ("Back", "LowerBack", "spine_back") it is the spine.
+_LIMB_WORDS = ("leg", "foot", "feet", "paw", "hoof", "thigh", "shin", "calf", "toe", "knee", "ankle", "hip",
+               "heel", "hock")
+_HIND = re.compile(r"hind|(?<!fo)rear"
+                   rf"|back(?=\w*(?:{'|'.join(_LIMB_WORDS)}|shoulder))"
+                   rf"|(?:{'|'.join(f'(?<={w})' for w in _LIMB_WORDS)})back")
 
 # (pattern on the joined name, part, limb kind, limb segment, confidence); first match wins, so
 # specific words come before the words they contain ("forearm" before "arm", "ear").
@@ -207,6 +239,8 @@ def parse_joint_name(name: str) -> JointName:
         match = front or hind
         qualifier = "front" if front else "hind"
         text = core[: match.start()] + core[match.end():]
+    elif side and core == "back":  # "Back.L": the spine is never sided, a hind limb is
+        qualifier, text = "hind", ""
     else:
         text = core
     part = kind = segment = None
@@ -254,7 +288,7 @@ def name_similarity(a: JointName, b: JointName) -> float:
         score = -1.0
     if a.core and b.core:  # a name that says nothing ("Bone.012") may well be an end site
         if a.helper != b.helper:
-            score -= 0.5
+            score -= HELPER_MISMATCH
         if a.end != b.end:
             score -= END_MISMATCH
     return score
@@ -265,7 +299,7 @@ def name_similarity(a: JointName, b: JointName) -> float:
 
 @dataclass
 class _Features:
-    positions: np.ndarray  # (J,3) heads, origin at the main root on the floor, unit body size
+    positions: np.ndarray  # (J,3) heads, unit body size, from the floor below the main root (or hub)
     directions: np.ndarray  # (J,3) unit bone directions (zero for zero-length bones)
     sides: np.ndarray  # (J,) +1 left, −1 right, 0 centre
     upstream: np.ndarray  # (J,) path length from the hub (negative above it)
@@ -275,98 +309,174 @@ class _Features:
     leaves: np.ndarray  # (J,) bool
     main_root: int
     hub: int  # where the limbs meet (the hips of a humanoid), see _features
-    ancestors: np.ndarray  # (J,J) bool, [a, j]: a is a proper ancestor of j
+    ancestors: np.ndarray  # (J,J) bool, [a, j]: a is a proper ancestor of j in `tree`
     names: list[JointName]
+    deform: np.ndarray  # (J,) bool
+    under: np.ndarray  # (J,) bool: root bones under the body, see _features
+    helper: np.ndarray  # (J,) bool: twist, IK … bones by name; they keep ancestry
+    tree: Rig  # the hierarchy the alignment follows, see _body_tree
 
 
-def _features(rig: Rig) -> _Features:
-    """Everything about a rig's joints that the score compares."""
-    count = rig.joint_count
-    # Positions are compared as given: the canonical frame fixed the origin and the unit of
-    # length (its body size leaves out IK poles parked far off the body, rig.body_size does not).
-    heads, tails = rig.heads, rig.tails
-    positions = heads
-    mids = (heads + tails) / 2
-    vectors = tails - heads
-    lengths = np.linalg.norm(vectors, axis=1)
-    directions = np.where(lengths[:, None] > 1e-6, vectors / np.maximum(lengths, 1e-12)[:, None], 0.0)
-    order = rig.topological_order
-    parents = rig.parents
-
-    names = [parse_joint_name(n) for n in rig.names]
-    # Geometry decides the side where the name does not; a bone starting on the centre line
-    # (CMU's "LHipJoint") is judged by its middle.
-    x = np.where(np.abs(positions[:, 0]) > _SIDE_EPS, positions[:, 0], mids[:, 0])
-    geometric = np.where(np.abs(x) > _SIDE_EPS, np.sign(x), 0).astype(np.int64)
-    sides = np.array([n.side if n.side else g for n, g in zip(names, geometric, strict=True)], dtype=np.int64)
-
-    offsets = np.zeros(count)  # distance from the parent's head
-    has_parent = parents >= 0
-    offsets[has_parent] = np.linalg.norm(heads[has_parent] - heads[parents[has_parent]], axis=1)
-    from_root = np.zeros(count)
-    for j in order:
-        if parents[j] >= 0:
-            from_root[j] = from_root[parents[j]] + offsets[j]
-    downstream = lengths.copy()
-    for j in order[::-1]:
-        for c in rig.children[j]:
-            downstream[j] = max(downstream[j], offsets[c] + downstream[c])
-
-    # Major children carry the body on; short side branches (twist bones, IK targets, a breast
-    # bone), helper bones and named end sites do not, so they neither end a chain nor make a
-    # hub. A child's reach is how far its subtree goes beyond the joint's own bone (a twist bone
-    # goes nowhere).
+def _major_children(rig: Rig, offsets: np.ndarray, downstream: np.ndarray, names: list[JointName],
+                    hung: frozenset[int] = frozenset()) -> list[list[int]]:
+    """Children that carry the body on. Short side branches (twist bones, IK targets, a breast
+    bone), helper bones (but those `hung` from the body, see _body_tree) and named end sites do
+    not, so they neither end a chain nor make a hub. A child's reach is how far its subtree goes
+    beyond the joint's own bone (a twist bone goes nowhere)."""
     major: list[list[int]] = []
-    for j in range(count):
-        own = lengths[j]
+    for j in range(rig.joint_count):
+        own = rig.lengths[j]
         reach = {c: max(offsets[c] + downstream[c] - own, 0.0) for c in rig.children[j]
-                 if not (names[c].helper or names[c].end)}
+                 if c in hung or not (names[c].helper or names[c].end)}
         longest = max(reach.values(), default=0.0)
         major.append([c for c, r in reach.items() if r >= _HUB_BRANCH * longest])
+    return major
 
-    # The hub (the body's centre, where limbs meet): the first joint below the main root with
-    # two major branches; a ground "root" bone or a chain of single children leads down to it.
+
+def _find_hub(rig: Rig, major: list[list[int]]) -> int:
+    """The body's centre, where limbs meet: the first joint below the main root with two major
+    branches. A chain of single children leads down to it, and so does a root bone under the
+    body that carries the legs beside the hips (Quaternius' "Root" on the floor): its heaviest
+    branch is the body."""
+    heights = rig.heads[:, 2]
     hub = rig.main_root
-    while len(major[hub]) == 1:
-        hub = major[hub][0]
-    if not major[hub]:  # a plain chain: measure from its root
-        hub = rig.main_root
-    tree_root = np.arange(count)
-    for j in order:
-        if parents[j] >= 0:
-            tree_root[j] = tree_root[parents[j]]
-    upstream = np.where(tree_root == tree_root[hub], from_root - from_root[hub], from_root)
+    while True:
+        if len(major[hub]) == 1:
+            hub = major[hub][0]
+            continue
+        body = max(major[hub], key=lambda c: rig.descendant_count[c], default=None)
+        if body is not None and heights[hub] < _UNDER * heights[body]:
+            return body  # the hips, though a single chain (the spine) may go on from them
+        break
+    return hub if major[hub] else rig.main_root  # a plain chain: measure from its root
 
-    # Chains run between branchings along single major children; `along` is the path length
-    # from the chain's first head over the chain's whole length (its last bone included).
-    along = np.zeros(count)
-    for start in range(count):
-        p = parents[start]
+
+def _upstream(rig: Rig, offsets: np.ndarray, hub: int) -> np.ndarray:
+    """Path length from the hub (negative above it; from its own root in another tree)."""
+    from_root = np.zeros(rig.joint_count)
+    tree_root = np.arange(rig.joint_count)
+    for j in rig.topological_order:
+        p = rig.parents[j]
+        if p >= 0:
+            from_root[j] = from_root[p] + offsets[j]
+            tree_root[j] = tree_root[p]
+    return np.where(tree_root == tree_root[hub], from_root - from_root[hub], from_root)
+
+
+def _chain_positions(rig: Rig, offsets: np.ndarray, major: list[list[int]], hub: int) -> np.ndarray:
+    """Relative position along each joint's chain (a run between branchings along single major
+    children): the path length from the chain's first head over the chain's whole length (its
+    last bone included)."""
+    along = np.zeros(rig.joint_count)
+    for start in range(rig.joint_count):
+        p = rig.parents[start]
         if p >= 0 and major[p] == [start] and start != hub:
             continue  # not the start of a chain; the hub always starts one (a ground root ends above it)
         chain = [start]
         while len(major[chain[-1]]) == 1 and major[chain[-1]][0] != hub:
             chain.append(major[chain[-1]][0])
         cumulative = np.concatenate([[0.0], np.cumsum(offsets[chain[1:]])])
-        total = cumulative[-1] + lengths[chain[-1]]
+        total = cumulative[-1] + rig.lengths[chain[-1]]
         along[chain] = cumulative / total if total > 0 else 0.0
+    return along
 
-    rank = np.zeros(count, dtype=np.int64)
-    for j in order:
-        p, a = parents[j], names[j]
+
+def _ancestors(rig: Rig) -> np.ndarray:
+    """(J,J) bool, [a, j]: a is a proper ancestor of j."""
+    ancestors = np.zeros((rig.joint_count, rig.joint_count), dtype=bool)
+    for j in rig.topological_order:
+        p = rig.parents[j]
+        if p >= 0:
+            ancestors[:, j] = ancestors[:, p]
+            ancestors[p, j] = True
+    return ancestors
+
+
+def _reach(rig: Rig) -> tuple[np.ndarray, np.ndarray]:
+    """Each joint's distance from its parent's head, and its longest path down to a leaf's tail."""
+    heads, parents = rig.heads, rig.parents
+    offsets = np.zeros(rig.joint_count)
+    has_parent = parents >= 0
+    offsets[has_parent] = np.linalg.norm(heads[has_parent] - heads[parents[has_parent]], axis=1)
+    downstream = rig.lengths.copy()
+    for j in rig.topological_order[::-1]:
+        for c in rig.children[j]:
+            downstream[j] = max(downstream[j], offsets[c] + downstream[c])
+    return offsets, downstream
+
+
+def _body_tree(rig: Rig, hub: int, sides: np.ndarray, ancestors: np.ndarray) -> tuple[Rig, frozenset[int]]:
+    """The hierarchy the features and the alignment follow. A tree standing on the floor beside
+    the body's (a second root tree such as an IK foot control at the paw, the legs under a floor
+    bone beside the hips) hangs from the body's joint nearest to it, where that is the end of a
+    chain on the same side or the hub itself: the body reaches the floor through it, and world
+    deltas do not care which bone is the parent. Also returns the joints hung."""
+    body = np.flatnonzero(ancestors[hub])
+    body = np.append(body, hub)
+    line = ancestors[:, hub]  # the joints above the hub
+    parents = rig.parents.copy()
+    for top in range(rig.joint_count):
+        p = parents[top]
+        if top in body or line[top] or (p >= 0 and not line[p]):
+            continue  # only the first joint of a tree beside the body's
+        tree = np.append(np.flatnonzero(ancestors[top]), top)
+        if rig.heads[tree, 2].min() >= _FLOOR:
+            continue
+        anchor = int(body[np.argmin(np.linalg.norm(rig.heads[body] - rig.heads[top], axis=1))])
+        if (anchor == hub or not rig.children[anchor]) and sides[anchor] in (0, sides[top]):
+            parents[top] = anchor
+    hung = frozenset(np.flatnonzero(parents != rig.parents).tolist())
+    if not hung:
+        return rig, hung
+    return Rig(list(rig.names), parents, rig.rest, rig.tails, rig.deform), hung
+
+
+def _sides(rig: Rig, names: list[JointName]) -> np.ndarray:
+    """+1 left, −1 right, 0 centre: by name, else by geometry (a bone starting on the centre line,
+    CMU's "LHipJoint", is judged by its middle)."""
+    heads, mids = rig.heads, (rig.heads + rig.tails) / 2
+    x = np.where(np.abs(heads[:, 0]) > _SIDE_EPS, heads[:, 0], mids[:, 0])
+    geometric = np.where(np.abs(x) > _SIDE_EPS, np.sign(x), 0).astype(np.int64)
+    return np.array([n.side if n.side else g for n, g in zip(names, geometric, strict=True)], dtype=np.int64)
+
+
+def _ranks(rig: Rig, names: list[JointName], sides: np.ndarray) -> np.ndarray:
+    """How many ancestors in a row are the same limb segment ("thigh.001": 1)."""
+    rank = np.zeros(rig.joint_count, dtype=np.int64)
+    for j in rig.topological_order:
+        p, a = rig.parents[j], names[j]
         if p >= 0 and a.part == "limb" and a.segment is not None and sides[p] == sides[j]:
             b = names[p]
             if (b.part, b.kind, b.segment) == (a.part, a.kind, a.segment):
                 rank[j] = rank[p] + 1
+    return rank
 
-    ancestors = np.zeros((count, count), dtype=bool)
-    for j in order:
-        if parents[j] >= 0:
-            ancestors[:, j] = ancestors[:, parents[j]]
-            ancestors[parents[j], j] = True
-    leaves = np.array([not kids for kids in rig.children])
-    return _Features(positions, directions, sides, upstream, downstream, along, rank, leaves,
-                     rig.main_root, hub, ancestors, names)
+
+def _features(rig: Rig) -> _Features:
+    """Everything about a rig's joints that the score compares."""
+    heads, lengths = rig.heads, rig.lengths
+    directions = np.where(lengths[:, None] > 1e-6, (rig.tails - heads) / np.maximum(lengths, 1e-12)[:, None],
+                          0.0)
+    names = [parse_joint_name(n) for n in rig.names]
+    sides = _sides(rig, names)
+    offsets, downstream = _reach(rig)
+    hub = _find_hub(rig, _major_children(rig, offsets, downstream, names))
+    tree, hung = _body_tree(rig, hub, sides, _ancestors(rig))
+    ancestors = _ancestors(tree)
+    offsets, downstream = _reach(tree)
+    major = _major_children(tree, offsets, downstream, names, hung)
+    # The canonical frame fixed the unit of length (its body size leaves out IK poles parked far
+    # off the body, rig.body_size does not), the floor and the origin at the main root. A root
+    # bone under the body, well below the hub, may stand anywhere there (Quaternius' "Body" is
+    # under the belly): heads are then compared from above the hub.
+    under = ancestors[:, hub] & (heads[:, 2] < _UNDER * heads[hub, 2])
+    origin = hub if under[rig.main_root] else rig.main_root
+    positions = heads - np.array([heads[origin, 0], heads[origin, 1], 0.0])
+    leaves = np.array([not kids for kids in tree.children])
+    return _Features(positions, directions, sides, _upstream(tree, offsets, hub), downstream,
+                     _chain_positions(tree, offsets, major, hub), _ranks(rig, names, sides), leaves,
+                     rig.main_root, hub, ancestors, names, rig.deform.copy(), under,
+                     np.array([n.helper for n in names], dtype=bool), tree)
 
 
 def _name_key(name: JointName) -> tuple:
@@ -411,13 +521,16 @@ def _scores(src: _Features, tgt: _Features) -> np.ndarray:
         + W_ALONG * _similar(tgt.along[:, None] - src.along[None], SIGMA_ALONG)
         + W_SIDE * np.where(t_side == s_side, 1.0, -1.0)
         + W_LEAF * np.where(tgt.leaves[:, None] == src.leaves[None], 0.0, -1.0)
+        - W_DEFORM * (tgt.deform[:, None] != src.deform[None])
         - BIAS
     )
     # The hubs carry the body (and, as world deltas, whatever a ground root above them does);
-    # the main roots carry the trajectory.
+    # the main roots carry the trajectory. A root bone under the body is no body joint: the hips
+    # never follow a "Root" at the feet, 60 % of the body away, when their own bone is there.
     score[tgt.hub, src.hub] += W_ROOTS
     if (tgt.hub, src.hub) != (tgt.main_root, src.main_root):
         score[tgt.main_root, src.main_root] += 0.5 * W_ROOTS
+    score -= W_UNDER * (tgt.under[:, None] != src.under[None])
     score[t_side * s_side < 0] = -np.inf
     return score
 
@@ -504,82 +617,121 @@ def _tree_tables(children: list[list[int]]) -> tuple[list[np.ndarray], np.ndarra
     return levels, padded, np.array([len(k) for k in children])
 
 
-def _align_trees(score: np.ndarray, target: Rig, source: Rig, gap: float = GAP) -> list[tuple[int, int]]:
-    """Best one-to-one, ancestry-preserving set of (target, source) pairs.
+def _unrelated(children: list[list[int]]) -> np.ndarray:
+    """(n, n) bool: neither node is in the other's subtree (the last node is the virtual root)."""
+    count = len(children)
+    below = np.eye(count, dtype=bool)  # [a, j]: j is in a's subtree
+    order, stack = [], [count - 1]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(children[node])
+    for node in reversed(order):
+        for c in children[node]:
+            below[node] |= below[c]
+    return ~(below | below.T)
 
-    Maximises the sum of the pairs' scores minus `gap` for every joint skipped between mapped
-    ones (so a chain maps contiguously where it can: the foot, not the toe, follows a foot).
-    D[t, s]: best alignment of the subtree of t into the subtree of s; F[t, s]: of t's child
-    forest into s's child forest. Each rig gets a virtual root above its roots. The tables are
-    filled a block of (target height, source height) at a time, children before parents.
-    """
-    nt, ns = target.joint_count, source.joint_count
-    t_kids = [list(k) for k in target.children] + [[int(r) for r in target.roots]]
-    s_kids = [list(k) for k in source.children] + [[int(r) for r in source.roots]]
-    t_levels, t_pad, t_count = _tree_tables(t_kids)
-    s_levels, s_pad, s_count = _tree_tables(s_kids)
+
+@dataclass
+class _Alignment:
+    """Tables of the alignment's dynamic programme (see _align_trees). Index n_t / n_s is a rig's
+    virtual root, n_t + 1 / n_s + 1 the padding's sentinel, which never wins a max."""
+
+    t_kids: list[list[int]]
+    s_kids: list[list[int]]
+    gain: np.ndarray  # [t, s]: the pair's score where positive, else −inf
+    unrelated: np.ndarray  # source joints (with the virtual root), see _unrelated
+    gap: float
+    penalty: float
+    d: np.ndarray  # [t, s]: best alignment of t's subtree into s's subtree
+    f: np.ndarray  # [t, s]: of t's child forest into s's child forest
+    escape: np.ndarray  # [c, s]: c's subtree placed outside s's subtree and line, less the penalty (≥ 0)
+
+    def fill_escapes(self, rows: np.ndarray) -> None:
+        """Escapes of finished rows: the best d[c, s'] over s' unrelated to s, less the penalty."""
+        width = self.unrelated.shape[0]
+        for c in rows:
+            best = np.where(self.unrelated, self.d[c, :width][None, :], -np.inf).max(axis=1)
+            self.escape[c, :width] = np.maximum(best - self.penalty, 0.0)
+
+    def escape_target(self, c: int, s: int) -> int:
+        width = self.unrelated.shape[0]
+        return int(np.argmax(np.where(self.unrelated[s], self.d[c, :width], -np.inf)))
+
+    def matching(self, t: int, s: int) -> tuple[float, list[tuple[int, int]], list[int]]:
+        """t's children into s's children (distinct subtrees), or each elsewhere at the penalty:
+        the value, the pairs of children and the escaped children."""
+        tk, sk = self.t_kids[t], self.s_kids[s]
+        escapes = self.escape[tk, s]
+        value = float(escapes.sum())
+        pairs: list[tuple[int, int]] = []
+        if tk and sk:
+            gains = self.d[np.ix_(tk, sk)] - escapes[:, None]
+            if len(tk) == 1 or len(sk) == 1:
+                picked = [np.unravel_index(int(np.argmax(gains)), gains.shape)]
+            else:
+                picked = _assign_max(np.maximum(gains, 0.0))
+            picked = [(int(r), int(c)) for r, c in picked if gains[r, c] > 0.0]
+            value += float(sum(gains[r, c] for r, c in picked))
+            pairs = [(tk[r], sk[c]) for r, c in picked]
+        placed = {a for a, _ in pairs}
+        return value, pairs, [c for c, e in zip(tk, escapes, strict=True) if c not in placed and e > 0.0]
+
+
+def _new_alignment(score: np.ndarray, t_kids: list[list[int]], s_kids: list[list[int]], gap: float,
+                   penalty: float) -> _Alignment:
+    nt, ns = score.shape
     gain = np.full((nt + 1, ns + 1), -np.inf)
     gain[:nt, :ns] = np.where(score > 0.0, score, -np.inf)
-    # One extra row and column (the padding's sentinel) that never wins a max.
-    d = np.full((nt + 2, ns + 2), -np.inf)
-    f = np.full((nt + 2, ns + 2), -np.inf)
+    tables = [np.full((nt + 2, ns + 2), -np.inf) for _ in range(2)]
+    return _Alignment(t_kids, s_kids, gain, _unrelated(s_kids), gap, penalty, *tables,
+                      np.zeros((nt + 2, ns + 2)))
 
-    def matching(t: int, s: int) -> tuple[float, list[tuple[int, int]]]:
-        tk, sk = t_kids[t], s_kids[s]
-        if not tk or not sk:
-            return 0.0, []
-        if len(tk) == 1:
-            c = sk[int(np.argmax(d[tk[0], sk]))]
-            return float(d[tk[0], c]), [(tk[0], c)]
-        if len(sk) == 1:
-            c = tk[int(np.argmax(d[tk, sk[0]]))]
-            return float(d[c, sk[0]]), [(c, sk[0])]
-        sub = d[np.ix_(tk, sk)]
-        pairs = [(tk[r], sk[c]) for r, c in _assign_max(sub)]
-        return float(sum(d[a, b] for a, b in pairs)), pairs
 
-    for ts in t_levels:
-        tp = t_pad[ts]  # (a, width_t)
-        tc = t_count[ts][:, None]
-        for ss in s_levels:
-            sp = s_pad[ss]  # (b, width_s)
-            sc = s_count[ss][None, :]
-            # Children matched to children: one target child, or one source child, in bulk.
-            one_t = d[tp[:, :1, None], sp[None, :, :]].max(axis=-1)  # (a, b)
-            one_s = d[tp[:, :, None], sp[None, :, 0]].max(axis=1)
-            match = np.where(tc == 1, one_t, np.where(sc == 1, one_s, 0.0))
-            match = np.maximum(match, 0.0)
-            for i, j in zip(*np.nonzero((tc >= 2) & (sc >= 2)), strict=True):
-                match[i, j] = matching(int(ts[i]), int(ss[j]))[0]
-            block_f = np.maximum.reduce([
-                match,
-                f[ts[:, None, None], sp[None]].max(axis=-1) - gap,  # source joint skipped
-                f[tp[:, :, None], ss[None, None, :]].max(axis=1) - gap,  # target joint skipped
-            ])
-            f[np.ix_(ts, ss)] = block_f
-            d[np.ix_(ts, ss)] = np.maximum.reduce([
-                block_f + gain[np.ix_(ts, ss)],
-                block_f - 2.0 * gap,
-                np.zeros_like(block_f),
-                d[ts[:, None, None], sp[None]].max(axis=-1) - gap,
-                d[tp[:, :, None], ss[None, None, :]].max(axis=1) - gap,
-            ])
+def _fill_block(al: _Alignment, ts: np.ndarray, tp: np.ndarray, tc: np.ndarray, ss: np.ndarray,
+                sp: np.ndarray, sc: np.ndarray) -> None:
+    """d and f for target joints ts (children tp, counts tc) against source joints ss, in bulk."""
+    d, f, gap = al.d, al.f, al.gap
+    escapes = al.escape[tp[:, :, None], ss[None, None, :]]  # (a, width_t, b); 0 for the padding
+    # Children matched to children (one target child, or one source child, in bulk), the other
+    # children placed elsewhere at the penalty.
+    one_t = d[tp[:, :1, None], sp[None, :, :]].max(axis=-1) - escapes[:, 0]  # (a, b)
+    one_s = (d[tp[:, :, None], sp[None, :, 0]] - escapes).max(axis=1)
+    match = escapes.sum(axis=1) + np.maximum(np.where(tc == 1, one_t, np.where(sc == 1, one_s, 0.0)), 0.0)
+    for i, j in zip(*np.nonzero((tc >= 2) & (sc >= 2)), strict=True):
+        match[i, j] = al.matching(int(ts[i]), int(ss[j]))[0]
+    block_f = np.maximum.reduce([
+        match,
+        f[ts[:, None, None], sp[None]].max(axis=-1) - gap,  # source joint skipped
+        f[tp[:, :, None], ss[None, None, :]].max(axis=1) - gap,  # target joint skipped
+    ])
+    f[np.ix_(ts, ss)] = block_f
+    d[np.ix_(ts, ss)] = np.maximum.reduce([
+        block_f + al.gain[np.ix_(ts, ss)],
+        block_f - 2.0 * gap,
+        np.zeros_like(block_f),
+        d[ts[:, None, None], sp[None]].max(axis=-1) - gap,
+        d[tp[:, :, None], ss[None, None, :]].max(axis=1) - gap,
+    ])
+
+
+def _backtrack(al: _Alignment, nt: int, ns: int) -> list[tuple[int, int]]:
+    """The pairs of the optimum, re-deriving which option gave each table entry."""
+    d, f, gap = al.d, al.f, al.gap
 
     def f_options(t: int, s: int) -> list[tuple[float, tuple]]:
-        value, pairs = matching(t, s)
-        options: list[tuple[float, tuple]] = [(max(value, 0.0), ("match", pairs))]
-        options += [(f[t, c] - gap, ("f", t, c)) for c in s_kids[s]]
-        options += [(f[c, s] - gap, ("f", c, s)) for c in t_kids[t]]
+        options: list[tuple[float, tuple]] = [(al.matching(t, s)[0], ("match",))]
+        options += [(f[t, c] - gap, ("f", t, c)) for c in al.s_kids[s]]
+        options += [(f[c, s] - gap, ("f", c, s)) for c in al.t_kids[t]]
         return options
 
     def d_options(t: int, s: int) -> list[tuple[float, tuple]]:
-        options: list[tuple[float, tuple]] = [(f[t, s] + gain[t, s], ("map", t, s)),
+        options: list[tuple[float, tuple]] = [(f[t, s] + al.gain[t, s], ("map",)),
                                               (f[t, s] - 2.0 * gap, ("f", t, s))]
-        options += [(d[t, c] - gap, ("d", t, c)) for c in s_kids[s]]
-        options += [(d[c, s] - gap, ("d", c, s)) for c in t_kids[t]]
+        options += [(d[t, c] - gap, ("d", t, c)) for c in al.s_kids[s]]
+        options += [(d[c, s] - gap, ("d", c, s)) for c in al.t_kids[t]]
         return options
 
-    # Backtrack, re-deriving which option gave each optimum.
     result: list[tuple[int, int]] = []
     stack: list[tuple] = [("d", nt, ns)]
     while stack:
@@ -594,50 +746,144 @@ def _align_trees(score: np.ndarray, target: Rig, source: Rig, gap: float = GAP) 
             result.append((t, s))
             stack.append(("f", t, s))
         elif action[0] == "match":
-            stack.extend(("d", a, b) for a, b in action[1] if d[a, b] > 0.0)
+            _, pairs, escaped = al.matching(t, s)
+            stack.extend(("d", a, b) for a, b in pairs if d[a, b] > 0.0)
+            stack.extend(("d", c, al.escape_target(c, s)) for c in escaped)
         else:
             stack.append(action)
     return result
 
 
-def _complete(pairs: list[tuple[int, int]], score: np.ndarray, tgt: _Features,
-              src: _Features) -> list[tuple[int, int]]:
-    """Greedily add positive pairs that keep the mapping one-to-one and ancestry-preserving."""
+def _align_trees(score: np.ndarray, target: Rig, source: Rig, gap: float = GAP, penalty: float = ANCESTRY,
+                 fixed: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """Best set of (target, source) pairs, ancestry kept where it pays.
+
+    Maximises the sum of the pairs' scores minus `gap` for every joint skipped between mapped
+    ones (so a chain maps contiguously where it can: the foot, not the toe, follows a foot) and
+    minus `penalty` for every target subtree placed outside the image of its parent's subtree
+    (ears beside the head, legs beside the hips, an IK foot outside the leg chain).
+    D[t, s]: best alignment of the subtree of t into the subtree of s; F[t, s]: of t's child
+    forest into s's child forest, where each child either goes into a distinct child subtree of
+    s or, at the penalty, into the best subtree unrelated to s. Each rig gets a virtual root above
+    its roots. The tables are filled a block of (target height, source height) at a time,
+    children before parents. Subtrees placed elsewhere may claim a source joint twice: the
+    caller keeps the better pair. The subtrees of `fixed` target joints (helper bones) stay in place.
+    """
+    nt, ns = target.joint_count, source.joint_count
+    t_kids = [list(k) for k in target.children] + [[int(r) for r in target.roots]]
+    s_kids = [list(k) for k in source.children] + [[int(r) for r in source.roots]]
+    t_levels, t_pad, t_count = _tree_tables(t_kids)
+    s_levels, s_pad, s_count = _tree_tables(s_kids)
+    al = _new_alignment(score, t_kids, s_kids, gap, penalty)
+    movable = np.ones(nt + 1, dtype=bool)
+    if fixed is not None:
+        movable[:nt] = ~fixed
+    for ts in t_levels:
+        for ss in s_levels:
+            _fill_block(al, ts, t_pad[ts], t_count[ts][:, None], ss, s_pad[ss], s_count[ss][None, :])
+        al.fill_escapes(ts[movable[ts]])
+    return _backtrack(al, nt, ns)
+
+
+def _one_to_one(pairs: list[tuple[int, int]], score: np.ndarray) -> list[tuple[int, int]]:
+    """Where subtrees placed elsewhere claimed a source joint twice, the better pair keeps it."""
+    kept: list[tuple[int, int]] = []
+    used: set[int] = set()
+    for t, s in sorted(pairs, key=lambda pair: -score[pair]):
+        if s not in used:
+            kept.append((t, s))
+            used.add(s)
+    return kept
+
+
+def _align(score: np.ndarray, tgt: _Features, src: _Features) -> list[tuple[int, int]]:
+    """The alignment, one-to-one: a pair that lost its source joint to a better one is ruled out
+    and the alignment redone, so that the rest of its subtree finds its best place without it."""
+    score = score.copy()
+    for _ in range(_ALIGN_ROUNDS):
+        pairs = _align_trees(score, tgt.tree, src.tree, fixed=tgt.helper)
+        kept = _one_to_one(pairs, score)
+        if len(kept) == len(pairs):
+            break
+        for pair in set(pairs) - set(kept):
+            score[pair] = -np.inf
+    return kept
+
+
+def _nearest_mapped_ancestors(image: np.ndarray, tgt: _Features) -> np.ndarray:
+    """(J_target,) each joint's nearest ancestor that has an image, −1 where none has."""
+    depth = tgt.ancestors.sum(axis=0)
+    candidates = np.where(tgt.ancestors & (image >= 0)[:, None], depth[:, None], -1)  # [a, j]
+    return np.where(candidates.max(axis=0) >= 0, np.argmax(candidates, axis=0), -1)
+
+
+def _breaks(t: int, image: np.ndarray, tgt: _Features, src: _Features) -> np.ndarray:
+    """(J_source,) the ancestry cost, in units of the penalty, if t followed each source joint.
+
+    One per mapped joint that would leave its nearest mapped ancestor's image (t itself, and the
+    mapped joints just below it), and one per branch beside t whose image would come below t's
+    image (a head taking the joint above the ears that hang beside it: sibling branches usually
+    keep to disjoint subtrees). Infinite where t's image would be above the image of one of its
+    own ancestors, and for a helper bone that would break anything (a twist bone does not take
+    "upper_arm.001" over the forearm).
+    """
+    mapped = image >= 0
+    nearest = _nearest_mapped_ancestors(image, tgt)
+    a = int(nearest[t])
+    below = np.flatnonzero(mapped & tgt.ancestors[t] & (nearest == a))  # t would be their nearest
+    breaks = (~src.ancestors[:, image[below]]).sum(axis=1).astype(float)
+    if a >= 0:
+        breaks += ~src.ancestors[image[a]]
+        breaks -= float((~src.ancestors[image[a], image[below]]).sum())
+    beside = mapped & ~tgt.ancestors[:, t] & ~tgt.ancestors[t]
+    beside[t] = False
+    others = np.flatnonzero(beside)
+    above = nearest[others]
+    top = (above < 0)[None, :] | ~src.ancestors[:, image[np.maximum(above, 0)]]  # their branch starts below s
+    breaks += (src.ancestors[:, image[others]] & top).sum(axis=1)
+    strict = src.helper | tgt.helper[t]
+    forbidden = src.ancestors[:, image[mapped & tgt.ancestors[:, t]]].any(axis=1) | (strict & (breaks > 0))
+    return np.where(forbidden, np.inf, breaks)
+
+
+def _complete(pairs: list[tuple[int, int]], score: np.ndarray, tgt: _Features, src: _Features,
+              penalty: float = ANCESTRY) -> list[tuple[int, int]]:
+    """Greedily add one-to-one pairs worth more than the ancestry they break (two sibling chains
+    under one source joint, which the alignment cannot place: a thumb and an index finger both
+    under Rigify's "palm.01"; a second root tree, such as an IK foot control)."""
     pairs = list(pairs)
-    used_t = {t for t, _ in pairs}
-    used_s = {s for _, s in pairs}
+    image = np.full(score.shape[0], -1, dtype=np.int64)
+    for t, s in pairs:
+        image[t] = s
     free = score > 0.0
-    free[list(used_t), :] = False
-    free[:, list(used_s)] = False
+    free[image >= 0, :] = False
+    free[:, image[image >= 0]] = False
     candidates = np.argwhere(free)
     order = np.argsort(-score[candidates[:, 0], candidates[:, 1]], kind="stable")
-    allowed: dict[int, np.ndarray] = {}  # per target joint, the source joints ancestry allows
+    breaks: dict[int, np.ndarray] = {}
     for t, s in candidates[order]:
         t, s = int(t), int(s)
-        if t in used_t or s in used_s:
+        if image[t] >= 0 or np.any(image == s):
             continue
-        if t not in allowed:
-            mt = np.array([p[0] for p in pairs], dtype=np.int64)
-            ms = np.array([p[1] for p in pairs], dtype=np.int64)
-            allowed[t] = (np.all(tgt.ancestors[mt, t][:, None] == src.ancestors[ms, :], axis=0)
-                          & np.all(tgt.ancestors[t, mt][:, None] == src.ancestors[:, ms].T, axis=0))
-        if not allowed[t][s]:
+        if t not in breaks:
+            breaks[t] = _breaks(t, image, tgt, src)
+        if score[t, s] - penalty * breaks[t][s] <= 0.0:
             continue
         pairs.append((t, s))
-        used_t.add(t)
-        used_s.add(s)
-        allowed.clear()  # a new pair constrains everyone else
+        image[t] = s
+        breaks.clear()  # a new pair changes everyone else's
     return pairs
 
 
 def auto_map_joints(source: Rig, target: Rig) -> dict[str, str | None]:
     """For every target joint, the source joint it follows, or None (kept at rest).
 
-    Both rigs must be in the canonical frame. The mapping is one-to-one and preserves ancestry.
+    Both rigs must be in the canonical frame. The mapping is one-to-one; it keeps ancestry where
+    that costs little (world-space deltas do not need it: see the module docstring).
     """
     src, tgt = _features(source), _features(target)
     score = _scores(src, tgt)
-    pairs = _complete(_align_trees(score, target, source), score, tgt, src)
+    pairs = _complete(_align(score, tgt, src), score, tgt, src)
     mapping: dict[str, str | None] = {name: None for name in target.names}
     for t, s in pairs:
         mapping[target.names[t]] = source.names[s]

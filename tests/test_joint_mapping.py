@@ -103,7 +103,9 @@ def humanoid(style: str, pose: str = "T", arm: float = 1.0, leg: float = 1.0, to
         for side, sfx in ((1, "l"), (-1, "r")):
             b.bone(f"ik_foot_{sfx}", "ik_foot_root", _mirror([0.09, 0.0, 0.05], side),
                    _mirror([0.09, -0.05, 0.05], side))
-    root_parent = "root" if style == "unreal" else None
+    if style == "quaternius":  # a stub on the floor carrying the hips and, beside them, the legs
+        b.bone("Root", None, [0, 0, 0], [0, 0, 0.01])
+    root_parent = {"unreal": "root", "quaternius": "Root"}.get(style)
     pelvis = b.bone(names["hips"], root_parent, hips, hips + [0, 0, 0.06])
     chest = b.chain(names["spine"], pelvis, hips + [0, 0, 0.06], neck_base)
     neck = b.chain(names["neck"], chest, neck_base, head_base)
@@ -159,7 +161,7 @@ def humanoid(style: str, pose: str = "T", arm: float = 1.0, leg: float = 1.0, to
         ankle = _mirror([0.09, 0.01, 0.05], side)
         ball = _mirror([0.09, -0.07, 0.01], side)
         toe_end = _mirror([0.09, -0.11, 0.0], side)
-        leg_parent = pelvis
+        leg_parent = "Root" if style == "quaternius" else pelvis
         if names.get("pelvis_side"):
             b.bone(n("pelvis_side")[0], pelvis, hips, _mirror([0.1, -0.03, hip_z + 0.05], side))
         thigh = b.chain(n("thigh"), leg_parent, thigh_head, knee)
@@ -208,6 +210,11 @@ _NAMES: dict[str, dict] = {
         "thigh": ["thigh_{x}"], "thigh_twist": ["thigh_twist_01_{x}"], "shin": ["calf_{x}"],
         "shin_twist": ["calf_twist_01_{x}"], "foot": ["foot_{x}"], "toe": ["ball_{x}"],
     },
+    "quaternius": {
+        "hips": "Hips", "spine": ["Abdomen", "Torso", "Chest"], "neck": ["Neck"], "head": "Head",
+        "clavicle": ["Shoulder.{s}"], "upperarm": ["UpperArm.{s}"], "forearm": ["LowerArm.{s}"],
+        "hand": ["Hand.{s}"], "thigh": ["UpperLeg.{s}"], "shin": ["LowerLeg.{s}"], "foot": ["Foot.{s}"],
+    },
     "simple": {
         "hips": "Hips", "spine": ["Spine"], "neck": ["Neck"], "head": "Head",
         "clavicle": ["{side}Shoulder"], "upperarm": ["{side}Arm"], "forearm": ["{side}ForeArm"],
@@ -228,6 +235,9 @@ _MAJOR = {
     "unreal": ["pelvis", "neck_01", "head"] + [f"{p}_{s}" for s in ("l", "r") for p in
                                                ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf",
                                                 "foot")],
+    "quaternius": ["Hips", "Neck", "Head"] + [f"{p}.{s}" for s in ("L", "R") for p in
+                                              ("Shoulder", "UpperArm", "LowerArm", "Hand", "UpperLeg",
+                                               "LowerLeg", "Foot")],
 }
 
 
@@ -248,11 +258,16 @@ def _check_sides(mapping: dict[str, str | None], source: Rig, target: Rig) -> No
         assert not (xt > 0.02 and xs < -0.02) and not (xt < -0.02 and xs > 0.02), (t, s)
 
 
-def _check_structure(mapping: dict[str, str | None], source: Rig, target: Rig) -> None:
+def _check_structure(mapping: dict[str, str | None], source: Rig, target: Rig, ancestry: bool = True) -> None:
+    """One-to-one, nothing across the centre line and, unless the layouts differ (`ancestry`
+    False), no ancestry warning either."""
     assert set(mapping) == set(target.names)
     used = [s for s in mapping.values() if s is not None]
     assert len(used) == len(set(used)), "a source joint drives two target joints"
-    assert validate_mapping(mapping, source, target) == []  # no ancestry or side warnings
+    warnings = validate_mapping(mapping, source, target)
+    if not ancestry:
+        warnings = [w for w in warnings if "is not below" not in w]
+    assert warnings == []
     _check_sides(mapping, source, target)
 
 
@@ -395,11 +410,50 @@ def test_extra_spine_bones_and_fingers():
     _assert_maps(back, _expected("simple", "unreal"))
 
 
+@pytest.mark.parametrize("other", ["mixamo", "unreal"])
+def test_legs_beside_the_hips_under_a_floor_root(other):
+    # Quaternius' modular characters: a "Root" stub on the floor carries "Hips" and, beside them,
+    # the legs. The hips are Hips (not the floor bone 60 % of the body below them), the legs follow
+    # the legs although they are not below the hips (world deltas do not need it), both ways.
+    floor_rig = humanoid("quaternius", "A", leg=1.1)
+    other_rig = humanoid(other, "T", arm=0.9)
+    mapping = auto_map_joints(floor_rig, other_rig)
+    _check_structure(mapping, floor_rig, other_rig, ancestry=False)
+    _assert_maps(mapping, _expected(other, "quaternius"))
+    back = auto_map_joints(other_rig, floor_rig)
+    _check_structure(back, other_rig, floor_rig, ancestry=False)
+    _assert_maps(back, _expected("quaternius", other))
+    assert back["Root"] in (None, "root")  # a floor bone follows a floor bone or nothing
+
+
+def _with_bone_first(rig: Rig, name: str, like: str, deform: bool) -> Rig:
+    """The rig with a copy of joint `like` (same parent and bones) named `name` put first, and the
+    copy's deform flag set."""
+    j = rig.index(like)
+    order = [j] + list(range(rig.joint_count))
+    parents = [-1 if rig.parents[o] < 0 else int(rig.parents[o]) + 1 for o in order]
+    flags = np.append(deform, rig.deform)
+    return Rig([name] + list(rig.names), parents, rig.rest[order], rig.tails[order], flags)
+
+
+def test_deforming_bones_preferred():
+    # A non-deforming head control shaped and named like the head, listed first, beside it: the
+    # target's head follows the bone that moves the mesh.
+    source = _with_bone_first(humanoid("mixamo", "T"), "mixamorig:HeadControlled", "mixamorig:Head", False)
+    assert parse_joint_name("mixamorig:HeadControlled").part == "head"
+    mapping = auto_map_joints(source, humanoid("simple", "A"))
+    assert mapping["Head"] == "mixamorig:Head"
+
+
 # --------------------------------------------------------------------------- quadrupeds
 
 
-def quadruped(style: str, legs: float = 1.0, neck: float = 1.0) -> Rig:
-    """A four-legged animal facing −Y: "fox" (Khronos Fox naming) or "quaternius" (animal pack)."""
+def quadruped(style: str, legs: float = 1.0, neck: float = 1.0, ears_beside_head: bool = False,
+              ik_feet: bool = False) -> Rig:
+    """A four-legged animal facing −Y: "fox" (Khronos Fox naming), "quaternius" (animal pack) or
+    "kirin" (Kirin's quadruped template: "thigh_back_l"). Quaternius' own layout, optionally: ears
+    beside the head (under the neck) and IK foot controls, separate root trees at the paws, that
+    deform the paws the leg chains do not reach."""
     b = _Builder()
     hip = np.array([0.0, 0.28, 0.5 * legs])
     chest = np.array([0.0, -0.2, 0.52 * legs])
@@ -413,42 +467,59 @@ def quadruped(style: str, legs: float = 1.0, neck: float = 1.0) -> Rig:
         b.bone("b_Head_05", neck_bone, neck_top, head_tip)
         b.chain(["b_Tail01_012", "b_Tail02_013", "b_Tail03_014"], pelvis, hip + [0, 0.04, 0.02],
                 hip + [0, 0.34, 0.1])
-        front = {1: ["b_LeftUpperArm_09", "b_LeftForeArm_010", "b_LeftHand_011"],
-                 -1: ["b_RightUpperArm_06", "b_RightForeArm_07", "b_RightHand_08"]}
-        hind = {1: ["b_LeftLeg01_015", "b_LeftLeg02_016", "b_LeftFoot01_017", "b_LeftFoot02_018"],
-                -1: ["b_RightLeg01_019", "b_RightLeg02_020", "b_RightFoot01_021", "b_RightFoot02_022"]}
+        # Leg bones, and the leg's points (see below) they run through.
+        front_names = {1: ["b_LeftUpperArm_09", "b_LeftForeArm_010", "b_LeftHand_011"],
+                       -1: ["b_RightUpperArm_06", "b_RightForeArm_07", "b_RightHand_08"]}
+        hind_names = {1: ["b_LeftLeg01_015", "b_LeftLeg02_016", "b_LeftFoot01_017", "b_LeftFoot02_018"],
+                      -1: ["b_RightLeg01_019", "b_RightLeg02_020", "b_RightFoot01_021", "b_RightFoot02_022"]}
+        front, hind = (front_names, [1, 2, 3, 5]), (hind_names, [1, 2, 3, 4, 5])
         front_parent, hind_parent = spine, pelvis
     else:
-        pelvis = b.bone("Body", None, hip, hip + [0, -0.08, 0.01])
-        spine = b.chain(["Back", "Torso", "Torso2"], pelvis, hip + [0, -0.08, 0.01], chest)
-        neck_bone = b.chain(["Neck1", "Neck2"], spine, chest, neck_top)
-        head = b.bone("Head", neck_bone, neck_top, head_tip)
-        b.bone("Jaw", head, neck_top + [0, -0.02, -0.04], head_tip - [0, 0, 0.05])
+        kirin = style == "kirin"
+        names = (["pelvis", "spine_01", "spine_02", "spine_03", "neck_01", "neck_02", "head", "jaw",
+                  "ear_{x}"] if kirin else
+                 ["Body", "Back", "Torso", "Torso2", "Neck1", "Neck2", "Head", "Jaw", "Ear.{s}"])
+        pelvis = b.bone(names[0], None, hip, hip + [0, -0.08, 0.01])
+        spine = b.chain(names[1:4], pelvis, hip + [0, -0.08, 0.01], chest)
+        neck_bone = b.chain(names[4:6], spine, chest, neck_top)
+        head = b.bone(names[6], neck_bone, neck_top, head_tip)
+        b.bone(names[7], head, neck_top + [0, -0.02, -0.04], head_tip - [0, 0, 0.05])
         for side, s in ((1, "L"), (-1, "R")):
-            b.bone(f"Ear.{s}", head, neck_top + _mirror([0.03, 0.0, 0.02], side),
-                   neck_top + _mirror([0.05, 0.02, 0.08], side))
-        b.chain(["Tail1", "Tail2", "Tail3", "Tail4"], pelvis, hip + [0, 0.04, 0.02], hip + [0, 0.3, 0.14])
-        front = {1: ["FrontShoulder.L", "FrontUpperLeg.L", "FrontLowerLeg.L", "FrontFoot.L"],
-                 -1: ["FrontShoulder.R", "FrontUpperLeg.R", "FrontLowerLeg.R", "FrontFoot.R"]}
-        hind = {1: ["BackUpperLeg.L", "BackLowerLeg.L", "BackFoot.L", "BackToe.L"],
-                -1: ["BackUpperLeg.R", "BackLowerLeg.R", "BackFoot.R", "BackToe.R"]}
+            b.bone(names[8].format(s=s, x=s.lower()), neck_bone if ears_beside_head else head,
+                   neck_top + _mirror([0.03, 0.0, 0.02], side), neck_top + _mirror([0.05, 0.02, 0.08], side))
+        tail = [f"tail_0{i}" for i in range(1, 5)] if kirin else [f"Tail{i}" for i in range(1, 5)]
+        b.chain(tail, pelvis, hip + [0, 0.04, 0.02], hip + [0, 0.3, 0.14])
+        if kirin:
+            front = {side: [f"{p}_front_{x}" for p in ("scapula", "upperleg", "lowerleg", "foot", "toe")]
+                     for side, x in ((1, "l"), (-1, "r"))}, [0, 1, 2, 3, 4, 5]
+            hind = {side: [f"{p}_back_{x}" for p in ("hip", "thigh", "calf", "foot", "toe")]
+                    for side, x in ((1, "l"), (-1, "r"))}, [0, 1, 2, 3, 4, 5]
+        else:
+            front = {side: [f"Front{p}.{s}" for p in ("Shoulder", "UpperLeg", "LowerLeg", "Foot")]
+                     for side, s in ((1, "L"), (-1, "R"))}, [0, 1, 2, 3, 5]
+            hind = {side: [f"Back{p}.{s}" for p in ("UpperLeg", "LowerLeg", "Foot", "Toe")]
+                    for side, s in ((1, "L"), (-1, "R"))}, [1, 2, 3, 4, 5]
         front_parent, hind_parent = spine, pelvis
-    for side in (1, -1):
-        # Front leg: (optional shoulder blade), upper, lower, paw.
-        points = [_mirror(p, side) for p in ([0.04, -0.2, 0.5 * legs], [0.08, -0.18, 0.42 * legs],
-                                             [0.08, -0.2, 0.22 * legs], [0.08, -0.21, 0.04],
-                                             [0.08, -0.26, 0.0])]
-        if len(front[side]) == 3:
-            points = points[1:]
-        parent = front_parent
-        for name, a, c in zip(front[side], points[:-1], points[1:], strict=True):
-            parent = b.bone(name, parent, a, c)
-        # Hind leg: thigh, shin, hock/foot, toe.
-        points = [_mirror(p, side) for p in ([0.08, 0.28, 0.46 * legs], [0.08, 0.22, 0.26 * legs],
-                                             [0.08, 0.3, 0.1 * legs], [0.08, 0.27, 0.02], [0.08, 0.22, 0.0])]
-        parent = hind_parent
-        for name, a, c in zip(hind[side], points[:-1], points[1:], strict=True):
-            parent = b.bone(name, parent, a, c)
+    for side, s in ((1, "L"), (-1, "R")):
+        # Front leg: shoulder blade, upper, lower, paw (split at its middle); hind leg: hip, thigh,
+        # shin, hock, toe.
+        f = [_mirror(p, side) for p in ([0.04, -0.2, 0.5 * legs], [0.08, -0.18, 0.42 * legs],
+                                        [0.08, -0.2, 0.22 * legs], [0.08, -0.21, 0.04], [0.08, -0.26, 0.0])]
+        h = [_mirror(p, side) for p in ([0.03, 0.28, 0.5 * legs], [0.08, 0.28, 0.46 * legs],
+                                        [0.08, 0.22, 0.26 * legs], [0.08, 0.3, 0.1 * legs],
+                                        [0.08, 0.27, 0.02], [0.08, 0.22, 0.0])]
+        ik_trees = ([(f"IKFrontLeg.{s}", 3, 4), (f"FF.{s}", 4, 5)], [(f"IKBackLeg.{s}", 4, 5)])
+        paws = (f[:4] + [(f[3] + f[4]) / 2, f[4]], h)
+        for (names, indices), parent, points, ik in zip((front, hind), (front_parent, hind_parent), paws,
+                                                        ik_trees, strict=True):
+            chain = list(zip(names[side], indices[:-1], indices[1:], strict=True))
+            if ik_feet:  # the chain stops above the paw, which the IK control's tree deforms
+                chain = [bone for bone in chain if bone[1] < ik[0][1]]
+                ik_parent = None
+                for name, a, c in ik:
+                    ik_parent = b.bone(name, ik_parent, points[a], points[c])
+            for name, a, c in chain:
+                parent = b.bone(name, parent, points[a], points[c])
     return build_rig(b.spec)
 
 
@@ -475,6 +546,87 @@ def test_quadrupeds_front_and_hind_legs(fox_is_source):
     for name in ("Jaw", "Ear.L", "Ear.R", "FrontShoulder.L", "FrontShoulder.R"):
         if name in mapping:
             assert mapping[name] is None, name
+
+
+def _kirin_pairs(other: str) -> dict[str, str]:
+    """Kirin's quadruped template's joints and their counterparts in the "quaternius" or "fox" builds."""
+    if other == "fox":
+        legs = {f"{p}_back_{x}": f"b_{side}{q}" for x, side, n in (("l", "Left", 15), ("r", "Right", 19))
+                for p, q in zip(("thigh", "calf", "foot", "toe"),
+                                (f"Leg01_0{n}", f"Leg02_0{n + 1}", f"Foot01_0{n + 2}", f"Foot02_0{n + 3}"),
+                                strict=True)}
+        return {"pelvis": "b_Hip_01", "head": "b_Head_05", **legs}
+    pairs = {"pelvis": "Body", "head": "Head", "ear_l": "Ear.L", "ear_r": "Ear.R", "tail_01": "Tail1"}
+    for x, s in (("l", "L"), ("r", "R")):
+        pairs.update({f"{p}_front_{x}": f"Front{q}.{s}" for p, q in
+                      (("scapula", "Shoulder"), ("upperleg", "UpperLeg"), ("lowerleg", "LowerLeg"),
+                       ("foot", "Foot"))})
+        pairs.update({f"{p}_back_{x}": f"Back{q}.{s}" for p, q in
+                      (("thigh", "UpperLeg"), ("calf", "LowerLeg"), ("foot", "Foot"), ("toe", "Toe"))})
+    return pairs
+
+
+@pytest.mark.parametrize("name", ["hip_back_l", "thigh_back_l", "calf.back.R", "ThighBack_L", "Leg_Back_L",
+                                  "BackUpperLeg.L", "back_foot_l", "toe_back_r", "Back.L"])
+def test_back_next_to_a_limb_word_is_hind(name):
+    parsed = parse_joint_name(name)
+    assert (parsed.part, parsed.kind) == ("limb", "hind"), name
+
+
+@pytest.mark.parametrize("name", ["Back", "back", "spine_back", "lower_back", "LowerBack", "UpperBack",
+                                  "Back_01", "Hips_Back", "backbone"])
+def test_back_alone_is_the_spine(name):
+    assert parse_joint_name(name).part == "spine", name
+
+
+@pytest.mark.parametrize(("other", "kirin_is_source"), [
+    ("quaternius", True), ("quaternius", False), ("fox", True), ("fox", False)])
+def test_kirin_template_hind_legs_named_back(other, kirin_is_source):
+    # "thigh_back_l": "back" after the limb word still means the hind leg, not the spine.
+    kirin, rig = quadruped("kirin"), quadruped(other, legs=0.9, neck=1.1)
+    source, target = (kirin, rig) if kirin_is_source else (rig, kirin)
+    mapping = auto_map_joints(source, target)
+    _check_structure(mapping, source, target)
+    pairs = _kirin_pairs(other)
+    _assert_maps(mapping, {s: t for t, s in pairs.items()} if kirin_is_source else pairs)
+
+
+@pytest.mark.parametrize("kirin_is_source", [True, False])
+def test_ears_beside_the_head(kirin_is_source):
+    # Quaternius' animals hang the ears from the neck beside the head: the head (the heaviest
+    # bone of the mesh) follows the head and the ears the ears; only the ears break ancestry.
+    kirin, rig = quadruped("kirin"), quadruped("quaternius", legs=0.9, ears_beside_head=True)
+    source, target = (kirin, rig) if kirin_is_source else (rig, kirin)
+    mapping = auto_map_joints(source, target)
+    _check_structure(mapping, source, target, ancestry=False)
+    pairs = _kirin_pairs("quaternius")
+    _assert_maps(mapping, {s: t for t, s in pairs.items()} if kirin_is_source else pairs)
+    assert all(("Ear" in w or "ear_" in w) for w in validate_mapping(mapping, source, target))
+
+
+@pytest.mark.parametrize("kirin_is_source", [True, False])
+def test_ik_foot_controls_outside_the_leg_chains(kirin_is_source):
+    # Quaternius' IK foot controls deform the paws: separate root trees on the floor, below the
+    # ends of the leg chains. They follow (and drive) the template's paws; the chains map as ever.
+    kirin, rig = quadruped("kirin"), quadruped("quaternius", legs=0.9, ik_feet=True)
+    source, target = (kirin, rig) if kirin_is_source else (rig, kirin)
+    mapping = auto_map_joints(source, target)
+    _check_structure(mapping, source, target, ancestry=False)
+    pairs = _kirin_pairs("quaternius")
+    for x, s in (("l", "L"), ("r", "R")):
+        pairs.update({f"foot_front_{x}": f"IKFrontLeg.{s}", f"toe_front_{x}": f"FF.{s}",
+                      f"toe_back_{x}": f"IKBackLeg.{s}"})
+    _assert_maps(mapping, {s: t for t, s in pairs.items()} if kirin_is_source else pairs)
+
+
+def test_quaternius_layout_onto_the_template_all_at_once():
+    # Ears beside the head and IK feet at once.
+    rig = quadruped("quaternius", legs=0.9, ears_beside_head=True, ik_feet=True)
+    mapping = auto_map_joints(rig, quadruped("kirin"))
+    assert mapping["head"] == "Head" and mapping["ear_l"] == "Ear.L"
+    assert mapping["foot_front_l"] == "IKFrontLeg.L" and mapping["toe_front_l"] == "FF.L"
+    assert mapping["toe_back_r"] == "IKBackLeg.R" and mapping["foot_back_r"] == "BackFoot.R"
+    assert mapping["thigh_back_l"] == "BackUpperLeg.L" and mapping["calf_back_r"] == "BackLowerLeg.R"
 
 
 # --------------------------------------------------------------------------- text
