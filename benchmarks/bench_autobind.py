@@ -12,13 +12,16 @@ procedural creatures of both families, whose skeleton is known exactly):
 2. strip rig and weights (`headless_bind.strip_rig`); fit the template on all meshes joined
    (`fit_template`: the fit needs the whole body) and build the fitted armature in Blender
    (`scene_io.create_armature`);
-3. skin the meshes on that one fitted armature four ways: Kirin's robust transfer and Kirin's
+3. skin the meshes on that one fitted armature six ways: Kirin's robust transfer and Kirin's
    10-NN from the fitted template mesh (cut to 4 influences, on the joined mesh, as Auto-Bind
-   does), Blender's Automatic Weights (bone heat; all parts selected, Ctrl+P) and Blender's Data
-   Transfer (vertex groups, nearest face interpolated) from the fitted template mesh. Bone heat
-   runs on the parts merged by distance (weights copied back to the seam duplicates): glTF imports
-   are split at UV seams and the heat solve then fails on most or all of the mesh. Its attempt on
-   the meshes as imported is measured too ("BoneHeat-unwelded", JSON and verdict only);
+   does), Kirin's bone heat on the mesh itself ("heat", `kirin_addon/heat_weights.py`) and the
+   same with the robust transfer as a soft prior ("heat+prior" = Auto-Bind's "blend", λ =
+   heat_weights.PRIOR_WEIGHT; --prior-sweep adds "heat+prior@λ" sets), Blender's Automatic Weights
+   (bone heat; all parts selected, Ctrl+P) and Blender's Data Transfer (vertex groups, nearest
+   face interpolated) from the fitted template mesh. Bone heat runs on the parts merged by distance
+   (weights copied back to the seam duplicates): glTF imports are split at UV seams and the heat
+   solve then fails on most or all of the mesh. Its attempt on the meshes as imported is measured
+   too ("BoneHeat-unwelded", JSON and verdict only);
 4. retarget the artist's poses onto the fitted rig with Kirin's retargeting (canonical frames
    detected, automatic joint mapping: the Apply Motion From File path) and deform each weight set
    with the retargeted pose (numpy FK and LBS, checked against Blender's own evaluation). Error per
@@ -41,12 +44,15 @@ procedural creatures of both families, whose skeleton is known exactly):
    for procedural creatures also against the known skeleton by role
    (`templates.joint_position_error`, the goal's measure).
 
-Goals: ours (robust) ≤ 0.5× bone heat's mean error and below Data Transfer's (artist characters;
-verdicts for both kinds of poses); joint error ≤ 5 % of body size (procedural creatures).
+Goals: ours (robust; the heat sets get the same verdicts) ≤ 0.5× bone heat's mean error and below
+Data Transfer's (artist characters; verdicts for both kinds of poses); joint error ≤ 5 % of body
+size (procedural creatures).
 
 Run: .venv/bin/python benchmarks/bench_autobind.py [--assets ../shared/assets] [--only Fox Casual ...]
      [--frames 16] [--procedural 3] [--family biped] [--align-rest] [--json out.json]
-Seconds: Kirin = transfer + cut to 4 influences; Blender = operator(s) + reading the groups back.
+     [--methods robust heat ...] [--prior-sweep 10 100 1000]
+Seconds: Kirin = transfer (+ heat solve) + cut to 4 influences; Blender = operator(s) + reading the
+groups back.
 """
 
 from __future__ import annotations
@@ -92,8 +98,9 @@ CHARACTER_SETS: tuple[tuple[str, tuple[str | None, ...]], ...] = (
     ("quaternius/dinosaurs_pack/*.glb", (None, "quadruped", "biped")),
 )
 PROCEDURAL_FAMILIES = ("quadruped", "biped")
-METHODS = ("robust", "10-NN", "BoneHeat", "DataTransfer")
-KIRIN_METHODS = ("robust", "10-NN")
+METHODS = ("robust", "10-NN", "heat", "heat+prior", "BoneHeat", "DataTransfer")
+KIRIN_METHODS = ("robust", "10-NN")  # transfers from the fitted template
+HEAT_METHODS = ("heat", "heat+prior")  # bone heat on the mesh itself (+ "heat+prior@λ" of --prior-sweep)
 UNWELDED = "BoneHeat-unwelded"  # bone heat on the meshes as imported: measured, not in the table
 GOAL_VS_BONE_HEAT, GOAL_VS_DATA_TRANSFER, GOAL_JOINT_ERROR = 0.5, 1.0, 5.0  # ratios; % of body size
 MERGE_DISTANCE = 1e-5  # × bbox diagonal (as bench_weight_transfer): seam duplicates coincide
@@ -229,7 +236,41 @@ def fit_skeleton(subject: Subject, family: str | None) -> Fitted:
     return Fitted(fit, arm, rig, fit.template_weights[:, columns], seconds)
 
 
-# --------------------------------------------------------------------------- 3. weights, four ways
+# --------------------------------------------------------------------------- 3. weights, six ways
+def prior_weight(method: str) -> float:
+    """λ of a heat weight set: 0 for "heat", the default for "heat+prior", λ for "heat+prior@λ"."""
+    from kirin.kirin_addon.heat_weights import PRIOR_WEIGHT
+
+    if method == "heat":
+        return 0.0
+    return float(method.split("@", 1)[1]) if "@" in method else PRIOR_WEIGHT
+
+
+def is_heat(method: str) -> bool:
+    return method in HEAT_METHODS or method.startswith("heat+prior@")
+
+
+def heat_skin(subject: Subject, fitted: Fitted, method: str) -> Skin:
+    """Kirin's bone heat on the joined mesh from the fitted bones (deform bones), cut to 4
+    influences; with a prior, the robust transfer from the fitted template (as Auto-Bind's "blend")."""
+    from kirin.kirin_addon.heat_weights import HeatConfig, rig_heat_weights
+    from kirin.kirin_addon.weight_transfer import TransferConfig, to_sparse, transfer_weights
+
+    fit = fitted.fit
+    start = time.perf_counter()
+    weight, prior = prior_weight(method), None
+    if weight > 0:
+        prior = transfer_weights(fit.template_vertices, fit.template_triangles, fitted.template_weights,
+                                 subject.vertices, subject.triangles, TransferConfig(method="robust")).weights
+    result = rig_heat_weights(subject.vertices, subject.triangles, fitted.rig, prior,
+                              HeatConfig(prior_weight=weight, max_influences=support.MAX_INFLUENCES))
+    indices, values = to_sparse(result.weights, support.MAX_INFLUENCES)
+    seconds = time.perf_counter() - start
+    info = {"heated": int(result.heated.sum()), "blind": int(result.blind.sum()),
+            "pieces": result.stats["pieces"], "heat_seconds": result.stats["seconds"]["total"]}
+    return (indices, values), seconds, info
+
+
 def kirin_skin(subject: Subject, fitted: Fitted, method: str) -> Skin:
     fit = fitted.fit
     start = time.perf_counter()
@@ -302,6 +343,8 @@ def skin_all(subject: Subject, fitted: Fitted, methods: tuple[str, ...]) -> dict
     for method in methods:
         if method in KIRIN_METHODS:
             skins[method] = kirin_skin(subject, fitted, method)
+        elif is_heat(method):
+            skins[method] = heat_skin(subject, fitted, method)
         elif method == "BoneHeat":
             skins[method], skins[UNWELDED] = bone_heat_skins(subject, fitted)
         else:
@@ -547,28 +590,44 @@ def canonical_note(frame) -> str:
     return f"up {frame.up_axis} forward {frame.forward_axis} (confidence {frame.confidence:.2f})"
 
 
+def ours(methods) -> list[str]:
+    """Kirin's weight sets among `methods`, in order."""
+    return [m for m in methods if m in KIRIN_METHODS or is_heat(m)]
+
+
 def ratios(results: dict) -> dict[str, float]:
-    """robust mean error over bone heat's (welded and not) and over Data Transfer's."""
+    """Each Kirin weight set's mean error over bone heat's (welded and not) and over Data Transfer's."""
     out = {}
-    if "robust" in results:
+    for method in ours(results):
         for other in ("BoneHeat", "DataTransfer", UNWELDED):
-            key = f"robust/{other}"
             if other in results and results[other]["mean"] > 0:
-                out[key] = results["robust"]["mean"] / results[other]["mean"]
+                out[f"{method}/{other}"] = results[method]["mean"] / results[other]["mean"]
     return out
 
 
 # --------------------------------------------------------------------------- report
-SHORT = {"robust": "robust", "10-NN": "10-NN", "BoneHeat": "bone heat", "DataTransfer": "Data Transfer"}
+SHORT = {"robust": "robust", "10-NN": "10-NN", "heat": "heat", "heat+prior": "heat+prior",
+         "BoneHeat": "bone heat", "DataTransfer": "Data Transfer"}
 
 
 def cell(stats: dict | None) -> str:
     return f"{stats['mean']:5.2f}/{stats['p95']:5.2f}" if stats else f"{'n/a':^11}"
 
 
-def ratio_cells(ratio: dict) -> list[str]:
-    keys = ("robust/BoneHeat", "robust/DataTransfer")
+def ratio_cells(ratio: dict, methods) -> list[str]:
+    """robust / bone heat, robust / Data Transfer, then every other Kirin set / bone heat."""
+    keys = ["robust/BoneHeat", "robust/DataTransfer"]
+    keys += [f"{m}/BoneHeat" for m in ours(methods) if m != "robust"]
     return [f"{ratio[k]:5.2f}" if k in ratio else f"{'n/a':>5}" for k in keys]
+
+
+def shown(methods) -> list[str]:
+    """The weight sets of the table, in order (--prior-sweep's after heat+prior; unwelded bone heat
+    is in the JSON only)."""
+    order = list(METHODS)
+    extra = [m for m in methods if m not in order and m != UNWELDED]
+    order[order.index("heat+prior") + 1:order.index("heat+prior") + 1] = extra
+    return [m for m in order if m in methods]
 
 
 def format_row(row: dict) -> str:
@@ -580,28 +639,33 @@ def format_row(row: dict) -> str:
     head = [f"{row['character']:<31}", f"{family:<10}", f"{row['fit_quality']:<4} {row['chamfer_pct']:4.2f}",
             f"{joints['mapped_mean_pct']:5.1f}{truth}", f"{rest:7.1e}"]
     seconds = row["seconds"]
+    methods = shown(row["methods"])
     timing = (f"{seconds['fit']:5.1f} {seconds['total']:5.1f}  "
-              + " ".join(f"{row['methods'][m]['seconds']:5.2f}" for m in METHODS if m in row["methods"]))
-    first = head + ["retarget "] + [cell(row["methods"].get(m)) for m in METHODS]
-    first += [cell(row["floor"]), *ratio_cells(row["ratios"]), timing]
+              + " ".join(f"{row['methods'][m]['seconds']:5.2f}" for m in methods))
+    first = head + ["retarget "] + [cell(row["methods"].get(m)) for m in methods]
+    first += [cell(row["floor"]), *ratio_cells(row["ratios"], methods), timing]
     best = row["best_pose"]
-    second = [" " * len(c) for c in head] + ["best pose"] + [cell(best["methods"].get(m)) for m in METHODS]
-    second += [cell(best["references"]["artist"]), *ratio_cells(best["ratios"]),
+    second = [" " * len(c) for c in head] + ["best pose"] + [cell(best["methods"].get(m)) for m in methods]
+    second += [cell(best["references"]["artist"]), *ratio_cells(best["ratios"], methods),
                f"rigid {cell(best['references']['rigid'])}"]
     return "  ".join(first) + "\n" + "  ".join(second)
 
 
-def header() -> str:
+def header(methods=METHODS) -> str:
+    methods = shown(methods)
     cells = [f"{'character':<31}", f"{'template':<10}", f"{'fit chamf%':<9}", f"{'joint%':<10}",
              f"{'rest':>7}", "poses    "]
-    cells += [f"{SHORT[m]:^11}" for m in METHODS] + [f"{'artist w.':^11}", f"{'r/BH':>5}", f"{'r/DT':>5}",
-                                                     "fit_s total_s  robust 10-NN BH DT (s)"]
+    cells += [f"{SHORT.get(m, m[len('heat+prior'):]):^11}" for m in methods]
+    cells += [f"{'artist w.':^11}", f"{'r/BH':>5}", f"{'r/DT':>5}"]
+    cells += [f"{SHORT.get(m, m[len('heat+prior'):])[:5] + '/BH':>5}" for m in ours(methods) if m != "robust"]
+    cells += ["fit_s total_s  " + " ".join(SHORT.get(m, m) for m in methods) + " (s)"]
     note = ("errors: mean/p95 in % of the rest bbox diagonal over the sampled frames. poses: 'retarget' ="
             " the artist's poses retargeted (end to end); 'best pose' = for each weight set, the rigid bone"
             " moves of the fitted skeleton that reproduce the artist's mesh best (weights only; rigid = each"
             " vertex on its nearest bone). rest = largest rest-pose error; joint% = mapped pairs' mean"
             " distance (/ by role vs the known skeleton) in % of body size; artist w. = the artist's weights"
-            " moved onto the fitted bones; r = robust mean / other mean; ?family = detected")
+            " moved onto the fitted bones; r = robust mean / other mean (X/BH: set X over bone heat);"
+            " ?family = detected")
     return "  ".join(cells) + "\n" + note
 
 
@@ -646,7 +710,16 @@ def summary(rows: list[dict]) -> dict:
                              for m in (*r["methods"].values(), *r["best_pose"]["methods"].values())),
                             default=float("nan")),
         "detected": {r["character"]: r["family"] for r in rows if r["family_asked"] == "detect"},
+        "heat": heat_verdicts(retargeted, best),
     }
+
+
+def heat_verdicts(retargeted: list[tuple[dict, str]], best: list[tuple[dict, str]]) -> dict[str, dict]:
+    """The bone-heat goal for each of Kirin's other weight sets (10-NN, heat, heat+prior...)."""
+    keys = {k.split("/")[0] for r, _ in best for k in r} - {"robust"}
+    return {m: {"vs_bone_heat": verdict(retargeted, f"{m}/BoneHeat", GOAL_VS_BONE_HEAT),
+                "best_pose_vs_bone_heat": verdict(best, f"{m}/BoneHeat", GOAL_VS_BONE_HEAT)}
+            for m in ours(shown([*METHODS, *keys])) if m in keys}
 
 
 def print_summary(result: dict) -> None:
@@ -661,6 +734,9 @@ def print_summary(result: dict) -> None:
     print(f"Retargeted clips: the artist's own weights on the fitted bones score "
           f"{result['artist_weights_over_robust']}× robust's error; largest rest-pose error "
           f"{result['rest_max_pct']:.1e} %; detection picked {result['detected'] or 'n/a'}")
+    for method, verdicts in result["heat"].items():
+        print(f"  {method} ≤ {GOAL_VS_BONE_HEAT}× bone heat, retargeted clips: {verdicts['vs_bone_heat']}; "
+              f"best poses: {verdicts['best_pose_vs_bone_heat']}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -673,6 +749,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--align-rest", action="store_true", help="retarget with rest alignment")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="write every number here")
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
+                        help="weight sets to compute (default: all)")
+    parser.add_argument("--prior-sweep", nargs="+", type=float, default=[], metavar="LAMBDA",
+                        help="extra heat+prior weight sets with these prior weights (1/diagonal²)")
     return parser.parse_args(argv)
 
 
@@ -682,8 +762,10 @@ def main(argv: list[str] | None = None) -> int:
     if not subjects:
         print(f"No characters under {args.assets} (only={args.only}).", file=sys.stderr)
         return 1
-    methods = METHODS if support.have_kirin_transfer() else METHODS[2:]
-    print(header(), flush=True)
+    methods = tuple(args.methods) + tuple(f"heat+prior@{w:g}" for w in args.prior_sweep)
+    if not support.have_kirin_transfer():
+        methods = tuple(m for m in methods if m not in ours(methods))
+    print(header(methods), flush=True)
     rows = []
     for name, source, family in subjects:
         bpy.ops.wm.read_factory_settings(use_empty=True)

@@ -41,7 +41,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _cmd_bind(args: argparse.Namespace) -> int:
     module = importlib.import_module(f"{_PACKAGE}.operators.headless_bind")
     summary = module.run_bind(
-        args.mesh, args.out, template=args.template, method=args.method, max_influences=args.max_influences,
+        args.mesh, args.out, template=args.template, method=args.method, weights=args.weights,
+        max_influences=args.max_influences,
         prompt=args.prompt, frames=args.frames, report=args.json, backend_python=args.backend_python,
         device=args.device, threads=args.threads, creature_seed=args.creature_seed)
     print(json.dumps(summary, indent=2))
@@ -170,7 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
     bind.add_argument("--mesh", help="mesh file: .glb/.gltf/.fbx/.obj/.ply/.stl/.blend; a rig in it is "
                                      "stripped (default: the built-in procedural creature's body)")
     bind.add_argument("--template", choices=FAMILIES, help="template family (default: detect the best)")
-    bind.add_argument("--method", choices=("robust", "nearest"), default="robust", help="weight transfer")
+    bind.add_argument("--weights", choices=("blend", "heat", "transfer"), default="blend",
+                      help="bone heat pulled to the template's weights, bone heat, or the template's")
+    bind.add_argument("--method", choices=("robust", "nearest"), default="robust",
+                      help="weight transfer (of the template's weights)")
     bind.add_argument("--max-influences", type=int, default=4, dest="max_influences")
     bind.add_argument("--prompt", help="then Generate Motion on the new rig with this prompt")
     bind.add_argument("--frames", type=int, default=48, help="frames to generate with --prompt")

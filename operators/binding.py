@@ -68,13 +68,15 @@ class BindInput:
     vertices: np.ndarray  # world space
     triangles: np.ndarray
     family: str | None
+    weights: str  # transfer, heat or blend (kirin_addon/backend/protocol.py: BIND_WEIGHTS)
 
 
 class BindTask(BackendTask):
     def __init__(self, client, request: BindInput, options: dict):
         self.request = request
-        super().__init__(client.auto_bind(request.vertices, request.triangles, request.family, **options),
-                         f"binding '{request.mesh}'")
+        job = client.auto_bind(request.vertices, request.triangles, request.family, weights=request.weights,
+                               **options)
+        super().__init__(job, f"binding '{request.mesh}'")
 
 
 def write_bind(context, request: BindInput, result: BindResult) -> tuple[bpy.types.Object, dict]:
@@ -136,7 +138,8 @@ class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
             vertices, triangles = scene_io.read_surface(obj)
             if triangles.shape[0] == 0:
                 raise scene_io.SceneError(f"'{obj.name}' has no faces: Auto-Bind needs a surface.")
-            request = BindInput(obj.name, vertices, triangles, None if family == "auto" else family)
+            request = BindInput(obj.name, vertices, triangles, None if family == "auto" else family,
+                                settings.bind_weights.lower())
             return BindTask(connect(context), request, transfer_options(settings))
         except (scene_io.SceneError, BackendError) as exc:
             self.report({"ERROR"}, str(exc))

@@ -71,6 +71,7 @@ def import_mesh(path: str | None, creature_seed: int = 0) -> bpy.types.Object:
 
 
 def run_bind(mesh_file: str | None, out: str, template: str | None = None, method: str = "robust",
+             weights: str = "blend",
              max_influences: int = 4, prompt: str | None = None, frames: int = 48, report: str | None = None,
              backend_python: str | None = None, device: str = "auto", threads: int = 0,
              creature_seed: int = 0) -> dict:
@@ -92,6 +93,7 @@ def run_bind(mesh_file: str | None, out: str, template: str | None = None, metho
         timings["load_mesh"] = time.perf_counter() - t
         settings = bpy.context.scene.kirin
         settings.weight_method, settings.max_influences = method.upper(), max_influences
+        settings.bind_weights = weights.upper()
         t = time.perf_counter()
         headless.activate(body)
         if bpy.ops.kirin.auto_bind(family=(template or "auto").upper()) != {"FINISHED"}:

@@ -24,6 +24,12 @@ WEIGHT_METHODS = [
     ("NEAREST", "Nearest vertices", "Each vertex takes the weights of the 10 nearest source vertices by "
      "normalised inverse-squared distance (Kirin)"),
 ]
+BIND_WEIGHT_ITEMS = [
+    ("BLEND", "Heat + template", "Bone heat on this mesh from the fitted skeleton, pulled towards the "
+     "template's transferred weights (lowest error on benchmarks/bench_autobind.py)"),
+    ("HEAT", "Bone heat", "Heat diffusion from the fitted bones on this mesh (Baran & Popović 2007)"),
+    ("TRANSFER", "Template transfer", "The fitted template's weights transferred by the method below"),
+]
 SMOOTH_DEFAULT = 0  # the engine's TransferConfig default
 AXES = [("AUTO", "Auto", "Detect from the rig")] + [
     (f"{sign}{axis}", f"{sign}{axis}", "") for axis in "XYZ" for sign in "+-"
@@ -74,6 +80,8 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
                              description="Turn bones onto the source's rest directions (T-pose onto A-pose)")
     bind_family: EnumProperty(name="Template", items=FAMILY_ITEMS, default="AUTO",
                               description="Template skeleton family for Auto-Bind")
+    bind_weights: EnumProperty(name="Weights", items=BIND_WEIGHT_ITEMS, default="BLEND",
+                               description="How Auto-Bind skins the mesh")
     weight_method: EnumProperty(name="Method", items=WEIGHT_METHODS, default="ROBUST",
                                 description="How skin weights are transferred")
     max_influences: IntProperty(name="Max influences", default=4, min=0, max=64,

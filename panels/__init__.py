@@ -140,6 +140,7 @@ class KIRIN_PT_binding(_KirinPanel, bpy.types.Panel):
         settings = context.scene.kirin
         layout = self.layout
         layout.prop(settings, "bind_family")
+        layout.prop(settings, "bind_weights")
         layout.operator("kirin.auto_bind", icon="MOD_ARMATURE")
         layout.separator()
         col = layout.column(align=True)

@@ -17,6 +17,8 @@ import numpy as np
 from ..creature import FAMILIES
 from .jobs import Report, UserError, Work
 from .protocol import (
+    BIND_WEIGHTS,
+    DEFAULT_BIND_WEIGHTS,
     MAX_GROUPS,
     MAX_TARGETS,
     TRANSFER_OPTIONS,
@@ -49,6 +51,7 @@ class BindJob:
     triangles: np.ndarray
     family: str | None
     config: Any  # weight_transfer.TransferConfig
+    weights: str = DEFAULT_BIND_WEIGHTS  # one of BIND_WEIGHTS
 
 
 def transfer_config(options: Any) -> Any:
@@ -140,7 +143,10 @@ class BindingService:
         family = body.get("family")
         if family is not None and family not in FAMILIES:
             raise ProtocolError(f"family: unknown template {family!r}; one of {', '.join(FAMILIES)}.")
-        return BindJob(vertices, triangles, family, transfer_config(body.get("options")))
+        weights = body.get("weights") or DEFAULT_BIND_WEIGHTS
+        if weights not in BIND_WEIGHTS:
+            raise ProtocolError(f"weights: unknown {weights!r}; one of {', '.join(BIND_WEIGHTS)}.")
+        return BindJob(vertices, triangles, family, transfer_config(body.get("options")), weights)
 
     # ------------------------------------------------------------------ run (worker thread)
     def transfer_work(self, job: TransferJob) -> Work:
@@ -167,7 +173,8 @@ class BindingService:
 
     def run_bind(self, job: BindJob, report: Report) -> dict[str, Any]:
         from ...models.template_fit import fit_template
-        from ..weight_transfer import transfer_weights
+        from ..heat_weights import PRIOR_WEIGHT, HeatConfig, rig_heat_weights
+        from ..weight_transfer import TransferResult, transfer_weights
 
         started = time.perf_counter()
         report(0.0, "fitting the template" if job.family else "finding the template")
@@ -179,10 +186,23 @@ class BindingService:
         except ValueError as exc:
             raise UserError(str(exc)) from exc
         seconds_fit = time.perf_counter() - started
-        report(0.8, "transferring the template's skin weights")
+        method = job.config.method
         try:
-            result = transfer_weights(fit.template_vertices, fit.template_triangles, fit.template_weights,
-                                      job.vertices, job.triangles, job.config)
+            if job.weights != "heat":
+                report(0.8, "transferring the template's skin weights")
+                result = transfer_weights(fit.template_vertices, fit.template_triangles, fit.template_weights,
+                                          job.vertices, job.triangles, job.config)
+            if job.weights != "transfer":
+                # Bone heat on the mesh; "blend" pulls it towards the transferred weights. Its masks:
+                # matched = heated by its nearest visible bone, inpainted = only diffused to,
+                # fallback = a piece no bone is visible from.
+                report(0.9, "computing bone-heat weights")
+                prior = result.weights if job.weights == "blend" else None
+                config = HeatConfig(prior_weight=PRIOR_WEIGHT if prior is not None else 0.0,
+                                    max_influences=job.config.max_influences)
+                heat = rig_heat_weights(job.vertices, job.triangles, fit.rig, prior, config)
+                result = TransferResult(heat.weights, heat.heated, ~heat.heated, heat.blind, heat.stats)
+                method = "heat" if prior is None else f"heat+{method}"
         except ValueError as exc:
             raise UserError(str(exc)) from exc
         return {
@@ -191,7 +211,7 @@ class BindingService:
             "quality": fit.quality,
             "chamfer": plain(fit.chamfer),
             "scores": plain(fit.scores),
-            "method": job.config.method,
+            "method": method,
             "weights": _weight_set(result, job.config.max_influences),
             "seconds_fit": seconds_fit,
             "seconds": time.perf_counter() - started,

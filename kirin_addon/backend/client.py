@@ -396,10 +396,12 @@ class BackendClient:
                           JobStatus.from_json(status), "Transfer Weights")
 
     def auto_bind(
-        self, vertices: np.ndarray, triangles: np.ndarray, family: str | None = None, **options: Any
+        self, vertices: np.ndarray, triangles: np.ndarray, family: str | None = None,
+        weights: str | None = None, **options: Any
     ) -> BackendJob:
-        """Queue Auto-Bind of an unrigged mesh; the job's result is a BindResult."""
-        body = bind_request(vertices, triangles, family=family, **options)
+        """Queue Auto-Bind of an unrigged mesh (`weights`: "transfer", "heat" or "blend"; None: the
+        backend's default); the job's result is a BindResult."""
+        body = bind_request(vertices, triangles, family=family, weights=weights, **options)
         count = int(np.asarray(vertices).shape[0])
         status = self.request("POST", "/jobs/bind", body)
         return BackendJob(self, str(status["id"]), lambda payload: decode_bind(payload, count),

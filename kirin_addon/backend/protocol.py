@@ -317,6 +317,10 @@ MAX_GROUPS = 1024  # vertex groups one transfer may carry
 MAX_TARGETS = 64  # meshes one Transfer Weights job may re-skin
 TRANSFER_OPTIONS = ("method", "max_distance", "max_angle", "surface_tolerance", "allow_flipped_normals",
                     "smooth_iterations", "max_influences", "k")
+# How Auto-Bind skins the mesh: the fitted template's weights transferred, bone heat on the mesh
+# itself (kirin_addon/heat_weights.py), or bone heat pulled towards the transferred weights.
+BIND_WEIGHTS = ("transfer", "heat", "blend")
+DEFAULT_BIND_WEIGHTS = "blend"  # the lowest error on benchmarks/bench_autobind.py
 
 
 def surface_to_json(vertices: np.ndarray, triangles: np.ndarray) -> dict[str, Any]:
@@ -380,15 +384,22 @@ def transfer_request(
 
 
 def bind_request(
-    vertices: np.ndarray, triangles: np.ndarray, *, family: str | None = None, **options: Any
+    vertices: np.ndarray, triangles: np.ndarray, *, family: str | None = None, weights: str | None = None,
+    **options: Any
 ) -> dict[str, Any]:
     """The JSON body of POST /v1/jobs/bind: an unrigged mesh (world space) to fit a template skeleton
-    to (`family` None: the best family is detected) and skin with transfer `options`."""
+    to (`family` None: the best family is detected) and skin by `weights` (one of BIND_WEIGHTS; None:
+    the backend's default) with transfer `options`."""
     unknown = set(options) - set(TRANSFER_OPTIONS)
     if unknown:
         raise ProtocolError(f"Unknown transfer option(s): {', '.join(sorted(unknown))}.")
-    return {
+    if weights is not None and weights not in BIND_WEIGHTS:
+        raise ProtocolError(f"Unknown Auto-Bind weights {weights!r}; one of {', '.join(BIND_WEIGHTS)}.")
+    body = {
         "mesh": surface_to_json(vertices, triangles),
         "family": family,
         "options": {k: v for k, v in options.items() if v is not None},
     }
+    if weights is not None:
+        body["weights"] = weights
+    return body

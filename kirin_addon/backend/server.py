@@ -48,6 +48,7 @@ from .binding import BindingService
 from .jobs import JobError, JobQueue
 from .protocol import (
     API,
+    BIND_WEIGHTS,
     MAX_DIMS,
     MAX_FRAMES,
     MAX_GROUPS,
@@ -184,6 +185,10 @@ class TransferIn(_Strict):
 class BindIn(_Strict):
     mesh: SurfaceIn
     family: Literal[FAMILIES] | None = Field(None, description="template family; null: detect the best")
+    weights: Literal[BIND_WEIGHTS] | None = Field(
+        None, description="transfer: the template's weights; heat: bone heat on the mesh; blend: heat pulled "
+        "towards the transferred weights; null: the default (blend)"
+    )
     options: TransferOptionsIn | None = None
 
 

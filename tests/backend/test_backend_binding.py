@@ -93,3 +93,39 @@ def test_auto_bind_fits_a_rig_and_skins_the_mesh(client):
     lo, hi = mesh.vertices.min(0), mesh.vertices.max(0)
     margin = 0.05 * np.ptp(mesh.vertices, axis=0).max()
     assert np.all(rig.heads >= lo - margin) and np.all(rig.heads <= hi + margin)
+
+
+def test_bind_weights_option_transfer_heat_and_blend(client, creature, monkeypatch):
+    """The `weights` option of Auto-Bind, with the creature as its own "fitted template" (no fit)."""
+    from types import SimpleNamespace
+
+    from kirin.kirin_addon.backend import protocol
+    from kirin.kirin_addon.backend.binding import BindingService
+    from kirin.kirin_addon.backend.protocol import ProtocolError, bind_request
+    from kirin.models import template_fit
+
+    mesh, rig = creature.mesh, creature.rig
+    fit = SimpleNamespace(family="quadruped", rig=rig, template_vertices=mesh.vertices,
+                          template_triangles=mesh.triangles, template_weights=dense(mesh, rig.joint_count),
+                          quality="good", chamfer={"mean": 0.0}, scores={})
+    monkeypatch.setattr(template_fit, "fit_template", lambda *args, **kwargs: fit)
+    body = bind_request(mesh.vertices, mesh.triangles, family="quadruped")
+    assert "weights" not in body
+    assert BindingService().check_bind(body).weights == protocol.DEFAULT_BIND_WEIGHTS == "blend"
+    with pytest.raises(ProtocolError):
+        bind_request(mesh.vertices, mesh.triangles, weights="paint")
+    with pytest.raises(BackendError) as info:
+        client.request("POST", "/jobs/bind", {**body, "weights": "paint"})
+    assert info.value.status == 422
+    methods = {}
+    for option in (*protocol.BIND_WEIGHTS, None):
+        result = client.auto_bind(mesh.vertices, mesh.triangles, "quadruped", weights=option,
+                                  method="robust").wait(timeout=120)
+        methods[option] = result.method
+        weights = result.weights
+        assert weights.joint_indices.shape == (mesh.vertex_count, 4)
+        assert weights.joint_indices.max() < rig.joint_count
+        assert np.allclose(weights.joint_weights.sum(axis=1), 1.0, atol=1e-5)
+        if option == "heat":  # every vertex heated by a visible bone or diffused to; no blind piece
+            assert np.array_equal(weights.inpainted, ~weights.matched) and not weights.fallback.any()
+    assert methods == {"transfer": "robust", "heat": "heat", "blend": "heat+robust", None: "heat+robust"}

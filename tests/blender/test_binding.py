@@ -133,6 +133,7 @@ def test_auto_bind_makes_a_rig_that_keeps_the_rest_shape_and_moves_the_mesh(crea
     arm = bpy.data.objects[report["armature"]]
     assert arm.type == "ARMATURE" and body.parent == arm and report["family"] == "quadruped"
     assert report["quality"] in ("good", "fair")
+    assert report["method"] == "heat+robust"  # the panel's default: bone heat pulled to the template's
     assert any(m.type == "ARMATURE" and m.object == arm for m in body.modifiers)
     bones = {b.name for b in arm.data.bones}
     assert {g.name for g in body.vertex_groups} - set(MASKS) <= bones
