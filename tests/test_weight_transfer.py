@@ -7,11 +7,10 @@ from functools import cache
 
 import numpy as np
 import pytest
+from pose_support import random_poses
 
 from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.motion import Motion, forward_kinematics
-from kirin.kirin_addon.rotations import quat_from_axis_angle
-from kirin.kirin_addon.skinning import linear_blend_skinning, skin_matrices
+from kirin.kirin_addon.skinning import linear_blend_skinning
 from kirin.kirin_addon.weight_transfer import (
     METHODS,
     TransferConfig,
@@ -51,16 +50,6 @@ def resampled(vertices, triangles, weights, seed=0):
     return moved, np.einsum("vc,vcj->vj", bary, weights[corners])
 
 
-def random_poses(rig, count, seed=1, max_degrees=35.0):
-    """Skin matrices (count, J, 4, 4) for random local rotations of at most `max_degrees` per joint."""
-    rng = np.random.default_rng(seed)
-    mats = []
-    for _ in range(count):
-        axis = rng.normal(size=(rig.joint_count, 3))
-        angle = np.radians(rng.uniform(0.0, max_degrees, rig.joint_count))
-        motion = Motion(30.0, rig.heads[rig.main_root][None], quat_from_axis_angle(axis, angle)[None])
-        mats.append(skin_matrices(rig.rest, forward_kinematics(rig, motion)[0]))
-    return np.stack(mats)
 
 
 def lbs_error(vertices, weights, truth, mats, size):
