@@ -283,3 +283,30 @@ def orthonormalize(m: np.ndarray) -> np.ndarray:
     det = np.linalg.det(r)
     u[..., :, 2] *= np.where(det < 0, -1.0, 1.0)[..., None]
     return u @ vt
+
+
+def rotvec_to_matrix(rotvec: np.ndarray) -> np.ndarray:
+    """Rotation vectors (…,3) (axis × angle) as matrices (…,3,3), Rodrigues' formula."""
+    rotvec = np.asarray(rotvec, dtype=np.float64)
+    angle = np.linalg.norm(rotvec, axis=-1)[..., None, None]
+    x, y, z = rotvec[..., 0], rotvec[..., 1], rotvec[..., 2]
+    zero = np.zeros_like(x)
+    skew = np.stack([zero, -z, y, z, zero, -x, -y, x, zero], axis=-1).reshape(rotvec.shape[:-1] + (3, 3))
+    small = angle < 1e-8
+    safe = np.where(small, 1.0, angle)
+    a = np.where(small, 1.0, np.sin(safe) / safe)
+    b = np.where(small, 0.5, (1.0 - np.cos(safe)) / safe**2)
+    return np.eye(3) + a * skew + b * (skew @ skew)
+
+
+def swing_twist_angles(rotation: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Swing and signed twist angles (radians) of rotations (…,3,3) about unit `axis` (…,3): the
+    twist turns about the axis, the swing tilts it (swing · twist = rotation)."""
+    q = matrix_to_quat(rotation)
+    axis = np.asarray(axis, dtype=np.float64)
+    along = np.sum(q[..., 1:] * axis, axis=-1)
+    twist = 2.0 * np.arctan2(along, q[..., 0])
+    twist = (twist + np.pi) % (2.0 * np.pi) - np.pi
+    turned = np.einsum("...ab,...b->...a", rotation, axis)
+    swing = np.arccos(np.clip(np.sum(turned * axis, axis=-1), -1.0, 1.0))
+    return swing, twist

@@ -253,3 +253,6 @@ def add_parsers(sub, data_sub) -> None:
     r.add_argument("--json", help="write the report here")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=evaluate)
+    from .pose_commands import add_parsers as add_pose_parsers
+
+    add_pose_parsers(sub)

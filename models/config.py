@@ -95,20 +95,65 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
         raise ValueError(f"Unknown {cls.__name__} keys: {', '.join(unknown)}")
     values = {}
     for name, value in data.items():
-        nested = {"model": DenoiserConfig, "diffusion": DiffusionConfig, "loss": LossConfig}
-        if cls is TrainConfig and name in nested and isinstance(value, dict):
+        nested = NESTED.get(cls, {})
+        if name in nested and isinstance(value, dict):
             value = from_dict(nested[name], value)
         values[name] = value
     return cls(**values)
 
 
-def load_config(path: str | Path) -> TrainConfig:
+def load_config(path: str | Path, cls: type[T] = TrainConfig) -> T:
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"Cannot read the config {path}: {exc}") from exc
-    return from_dict(TrainConfig, data)
+    return from_dict(cls, data)
 
 
 def to_dict(config: Any) -> dict:
     return asdict(config)
+
+
+@dataclass
+class PoseDenoiserConfig:
+    """The pose prior's network: one token per joint of one static pose."""
+
+    channels: int = 6  # the joint's world delta (heading frame), 6D form
+    width: int = 128
+    heads: int = 4
+    layers: int = 4
+    ffn: int = 256
+    geometry: int = GEOMETRY
+    skin: int = SKIN
+    text_dim: int = TEXT_DIM
+    max_hops: int = MAX_HOPS
+    edge_types: int = EDGE_TYPES
+
+
+@dataclass
+class PoseTrainConfig:
+    data: list[str] = field(default_factory=list)  # feature caches (models/dataset.py)
+    out: str = "runs/pose"
+    batch: int = 128
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    warmup: int = 200
+    steps: int = 20000
+    min_lr: float = 0.1  # cosine floor, as a share of lr
+    ema: float = 0.999
+    random_share: float = 0.1  # share of a batch drawn as random valid poses (within data limits)
+    drop_names: float = 0.2  # joint names replaced by zeros: the prior must work on any naming
+    min_change: float = 0.02  # ViPS' static filter: a frame is kept when it moved ≥ this (body sizes)
+    checkpoint_every: int = 200
+    log_every: int = 20
+    seed: int = 0
+    threads: int = 0
+    max_seconds: float = 0.0
+    model: PoseDenoiserConfig = field(default_factory=PoseDenoiserConfig)
+    diffusion: DiffusionConfig = field(default_factory=lambda: DiffusionConfig(steps=1000, sample_steps=8))
+
+
+NESTED: dict[type, dict[str, type]] = {
+    TrainConfig: {"model": DenoiserConfig, "diffusion": DiffusionConfig, "loss": LossConfig},
+    PoseTrainConfig: {"model": PoseDenoiserConfig, "diffusion": DiffusionConfig},
+}

@@ -87,14 +87,16 @@ class Diffusion:
         """DDIM (Song et al.) over `steps` evenly spaced noise levels; known values (inpainting) are
         imposed on every x0 prediction and on the result, so they come back exactly. With `init` (a
         clean sample of `shape`), sampling starts from it noised to `strength` of the schedule
-        (SDEdit): strength 1 ignores it, 0.5 keeps its broad strokes; the steps shrink with it."""
+        (SDEdit): strength 1 ignores it, 0.5 keeps its broad strokes; the steps shrink with it. Without
+        `init`, a `strength` below 1 starts from `noise` as the noisy x at that level (after
+        `invert_ddim`)."""
         x = torch.randn(shape, generator=generator) if noise is None else noise.clone()
-        top = self.steps - 1
-        if init is not None:
-            if not 0.0 < strength <= 1.0:
-                raise ValueError(f"strength must lie in (0, 1], got {strength}")
-            top = max(1, round(strength * (self.steps - 1)))
+        if not 0.0 < strength <= 1.0:
+            raise ValueError(f"strength must lie in (0, 1], got {strength}")
+        top = max(1, round(strength * (self.steps - 1)))
+        if strength < 1.0:
             steps = max(2, math.ceil(steps * strength))
+        if init is not None:
             ab = self._ab(torch.full((shape[0],), top, dtype=torch.long), x)
             x = ab.sqrt() * init + (1 - ab).sqrt() * x
         times = torch.linspace(top, 0, steps).round().long()
@@ -120,6 +122,26 @@ class Diffusion:
         if inpaint is not None:
             x0 = torch.where(inpaint.mask, inpaint.values, x0)
         return x0
+
+    def invert_ddim(
+        self, predict: Predict, x0: torch.Tensor, steps: int = 10, strength: float = 1.0
+    ) -> torch.Tensor:
+        """Deterministic DDIM inversion: the noisy x at `strength` of the schedule that DDIM (eta 0,
+        the same `steps` and `strength`, `init` omitted) denoises back to about `x0`: the sampler's
+        levels walked upwards, each step's noise taken from the prediction at the lower level."""
+        top = max(1, round(strength * (self.steps - 1)))
+        steps = max(2, math.ceil(steps * strength))
+        times = torch.linspace(top, 0, steps).round().long().flip(0)  # 0 … top
+        x = x0.clone()
+        batch = x0.shape[0]
+        for low, high in zip(times[:-1], times[1:], strict=True):
+            t = torch.full((batch,), int(low), dtype=torch.long)
+            predicted = self._guided(predict, x, t, 1.0)
+            ab = self._ab(t, x)
+            eps = (x - ab.sqrt() * predicted) / (1 - ab).clamp(min=1e-12).sqrt()
+            ab_high = self._ab(torch.full_like(t, int(high)), x)
+            x = ab_high.sqrt() * predicted + (1 - ab_high).sqrt() * eps
+        return x
 
     def sample_ancestral(
         self,

@@ -15,8 +15,10 @@ import numpy as np
 import torch
 
 from .denoiser import CONDITION_INPUTS, Denoiser
+from .pose_denoiser import POSE_INPUTS, PoseDenoiser
 
 INPUTS = ("x", "t", *CONDITION_INPUTS)
+POSE_ONNX_INPUTS = ("x", "t", *POSE_INPUTS)
 _DYNAMIC = {
     "x": {0: "batch", 1: "tokens", 2: "joints"},
     "t": {0: "batch"},
@@ -36,12 +38,13 @@ _DYNAMIC = {
 
 
 class _Positional(torch.nn.Module):
-    def __init__(self, net: Denoiser):
+    def __init__(self, net: torch.nn.Module, inputs: tuple[str, ...] = INPUTS):
         super().__init__()
         self.net = net
+        self.inputs = inputs
 
     def forward(self, *args: torch.Tensor) -> torch.Tensor:
-        return self.net(**dict(zip(INPUTS, args, strict=True)))
+        return self.net(**dict(zip(self.inputs, args, strict=True)))
 
 
 def example_inputs(net: Denoiser, batch: int = 2, tokens: int = 6, joints: int = 7, words: int = 5) -> dict:
@@ -66,19 +69,47 @@ def example_inputs(net: Denoiser, batch: int = 2, tokens: int = 6, joints: int =
 
 def export_onnx(net: Denoiser, path: str | Path, opset: int = 17) -> Path:
     """Write the denoiser as ONNX (legacy exporter, which torch 2.13 exports this model with)."""
+    return _export(net, example_inputs(net), INPUTS, _DYNAMIC, path, opset)
+
+
+def pose_example_inputs(net: PoseDenoiser, batch: int = 2, joints: int = 7) -> dict:
+    c = net.config
+    generator = torch.Generator().manual_seed(0)
+    return {
+        "x": torch.randn(batch, joints, c.channels, generator=generator),
+        "t": torch.arange(batch, dtype=torch.int64) * 100 + 5,
+        "geometry": torch.randn(batch, joints, c.geometry, generator=generator),
+        "skin": torch.randn(batch, joints, c.skin, generator=generator),
+        "names": torch.randn(batch, joints, c.text_dim, generator=generator),
+        "hops": torch.randint(0, c.max_hops + 1, (batch, joints, joints), generator=generator),
+        "edges": torch.randint(0, c.edge_types, (batch, joints, joints), generator=generator),
+        "joint_mask": torch.ones(batch, joints, dtype=torch.bool),
+    }
+
+
+def export_pose_onnx(net: PoseDenoiser, path: str | Path, opset: int = 17) -> Path:
+    """Write the pose prior's denoiser as ONNX, batch and joint axes dynamic."""
+    dynamic = {name: _DYNAMIC[name] for name in POSE_INPUTS}
+    dynamic["x"] = {0: "batch", 1: "joints"}
+    dynamic["t"] = {0: "batch"}
+    dynamic["x0"] = {0: "batch", 1: "joints"}
+    return _export(net, pose_example_inputs(net), POSE_ONNX_INPUTS, dynamic, path, opset)
+
+
+def _export(net: torch.nn.Module, example: dict, inputs: tuple[str, ...], dynamic: dict, path: str | Path,
+            opset: int) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     net = net.eval()
-    example = example_inputs(net)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the legacy exporter's deprecation and tracer notes
         torch.onnx.export(
-            _Positional(net),
-            tuple(example[k] for k in INPUTS),
+            _Positional(net, inputs),
+            tuple(example[k] for k in inputs),
             str(path),
-            input_names=list(INPUTS),
+            input_names=list(inputs),
             output_names=["x0"],
-            dynamic_axes=_DYNAMIC,
+            dynamic_axes=dynamic,
             opset_version=opset,
             dynamo=False,
         )
@@ -98,9 +129,16 @@ def quantize_int8(path: str | Path, out: str | Path | None = None) -> Path:
 class OnnxDenoiser:
     """Callable like `Denoiser.forward` (keyword tensors in, tensor out), run by onnxruntime."""
 
-    def __init__(self, path: str | Path, providers: list[str] | None = None, threads: int = 0):
+    def __init__(
+        self,
+        path: str | Path,
+        providers: list[str] | None = None,
+        threads: int = 0,
+        inputs: tuple[str, ...] = INPUTS,
+    ):
         import onnxruntime as ort
 
+        self.inputs = inputs
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"No ONNX denoiser at {path}")
@@ -117,7 +155,7 @@ class OnnxDenoiser:
 
     def __call__(self, **inputs: torch.Tensor) -> torch.Tensor:
         feed = {}
-        for name in INPUTS:
+        for name in self.inputs:
             value = inputs[name].detach().cpu().numpy()
             if name in ("joint_mask", "text_mask"):
                 value = value.astype(bool)

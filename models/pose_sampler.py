@@ -1,0 +1,366 @@
+"""The pose prior's operations (ViPS): sample plausible poses, DDIM-invert a pose, project an edit
+with sparse handles onto plausible poses, and walk the pose space between keyposes.
+
+All of them work on a `PosedRig` — a user's rig brought into the canonical frame with the
+network's per-joint inputs ready — and on poses as world deltas seen from the creature's heading
+(kirin_addon/pose_space.py); `pose_from_motion` / `pose_to_motion` convert from and to the user's
+rig (a one-frame `Motion`, local rotations as Blender keys them).
+
+Projection is few-step guided sampling: the edit is first met by plain IK over the whole tree
+(the unprojected edit), noised part-way up the schedule (SDEdit) and denoised in a few DDIM steps;
+after every x0 prediction a couple of damped IK iterations pull the handles back onto their
+targets, so the network decides everything the handles leave open (moving a paw moves the
+shoulder) and the handles decide the rest. The last prediction is left unguided and then met by
+a short, step-limited IK: a target the prior will not go near stays unmet, and the result says so
+instead of folding the rig into it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..kirin_addon.canonical import CanonicalFrame
+from ..kirin_addon.motion import Motion, forward_kinematics, motion_from_world_deltas
+from ..kirin_addon.pose_space import Handle, Skeleton, solve_handles
+from ..kirin_addon.rig import Rig
+from ..kirin_addon.rotations import matrix_to_6d, matrix_to_quat, sixd_to_matrix
+from ..kirin_addon.skinning import SkinnedMesh
+from .config import DiffusionConfig, PoseDenoiserConfig
+from .diffusion import Diffusion
+from .pose_denoiser import PoseDenoiser
+from .representation import canonical_rig, heading, yaw_matrix
+from .rig_features import EDGE_TYPES, MAX_HOPS, rig_features
+
+DEFAULT_POSE_MODEL = Path(__file__).resolve().parent / "weights" / "pose"
+REACH_TOLERANCE = 0.02  # body sizes: a handle further than this from its target is "not reached"
+PIN_WEIGHT = 4.0  # pinned joints weigh this much more than dragged ones
+ROOT_STIFFNESS = 4.0  # the root turns the whole body: it gives way last
+GUIDE_ITERATIONS = 2  # IK iterations after each x0 prediction
+FINAL_ITERATIONS = 4
+FINAL_STEP = 0.12  # radians per joint per final IK iteration: enough to close a small gap, not to fold
+
+
+class PoseSpaceError(ValueError):
+    """Bad input to a pose-space operation; the message is user-facing."""
+
+
+@dataclass
+class PosedRig:
+    """A rig ready for the prior: its canonical form, pose skeleton and network inputs (batch 1)."""
+
+    rig: Rig
+    frame: CanonicalFrame
+    skeleton: Skeleton
+    inputs: dict[str, torch.Tensor]
+
+    @property
+    def joint_count(self) -> int:
+        return self.rig.joint_count
+
+
+@dataclass
+class Pose:
+    """A pose of a `PosedRig`: heading-frame world deltas, the root in canonical space, the heading."""
+
+    deltas: np.ndarray  # (J,3,3)
+    root: np.ndarray  # (3,) canonical position of the main root
+    yaw: float = 0.0
+
+
+@dataclass
+class Projection:
+    pose: Pose
+    edit: Pose  # the unprojected edit (plain IK to the same handles)
+    handle_error: np.ndarray  # (H,) body sizes, after projection
+    reached: bool
+    message: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class PriorRunner:
+    """The network as a function of (x, t) for one rig, batch broadcast (torch or onnxruntime)."""
+
+    net: object
+    inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def __call__(self, x: torch.Tensor, t: torch.Tensor, _on: torch.Tensor | None = None) -> torch.Tensor:
+        batch = x.shape[0]
+        expanded = {k: v.expand(batch, *v.shape[1:]) for k, v in self.inputs.items()}
+        with torch.inference_mode():
+            return self.net(x=x, t=t, **expanded).float()
+
+
+class PosePrior:
+    """A trained pose prior: `PosePrior.load()` reads the shipped weights."""
+
+    def __init__(
+        self, net, config: PoseDenoiserConfig, diffusion: DiffusionConfig, mean, std, card: dict | None = None
+    ):
+        self.net = net
+        self.config = config
+        self.diffusion_config = diffusion
+        self.diffusion = Diffusion(diffusion.steps, diffusion.schedule)
+        self.mean = np.asarray(mean, np.float64)
+        self.std = np.asarray(std, np.float64)
+        self.card = card or {}
+        self._prepared: dict[int, PosedRig] = {}
+
+    @classmethod
+    def load(cls, folder: str | Path = DEFAULT_POSE_MODEL, backend: str = "auto") -> PosePrior:
+        """`backend`: "onnx", "torch", or "auto" (ONNX when the folder has it and onnxruntime runs)."""
+        from safetensors.torch import load_file
+
+        folder = Path(folder)
+        if not (folder / "model.json").exists():
+            raise PoseSpaceError(f"No pose prior at {folder} (model.json missing)")
+        card = json.loads((folder / "model.json").read_text())
+        config = PoseDenoiserConfig(**card["model"])
+        diffusion = DiffusionConfig(**card["diffusion"])
+        net = None
+        onnx_file = folder / "pose_denoiser.onnx"
+        if backend in ("auto", "onnx") and onnx_file.exists():
+            try:
+                from .export import POSE_ONNX_INPUTS, OnnxDenoiser
+
+                net = OnnxDenoiser(onnx_file, threads=1, inputs=POSE_ONNX_INPUTS)
+            except (ImportError, OSError, RuntimeError) as exc:
+                if backend == "onnx":
+                    raise PoseSpaceError(f"Cannot run the ONNX pose prior: {exc}") from exc
+        if net is None:
+            net = PoseDenoiser(config)
+            net.load_state_dict(load_file(str(folder / "pose_denoiser.safetensors")))
+            net.eval()
+        return cls(net, config, diffusion, card["mean"], card["std"], card)
+
+    # ------------------------------------------------------------------ rig
+    def prepare(
+        self,
+        rig: Rig,
+        mesh: SkinnedMesh | None = None,
+        names: np.ndarray | None = None,
+        frame: CanonicalFrame | None = None,
+    ) -> PosedRig:
+        """`names`: (J,384) joint-name embeddings (the text encoder's), or None (zeros: the prior
+        was trained with names dropped a fifth of the time)."""
+        rig.validate()
+        canon = canonical_rig(rig, frame)
+        features = rig_features(canon.rig, canon.feet, mesh, canon.frame.matrix())
+        count = rig.joint_count
+        names = (
+            np.zeros((count, self.config.text_dim), np.float32)
+            if names is None
+            else np.asarray(names, np.float32)
+        )
+        if names.shape != (count, self.config.text_dim):
+            raise PoseSpaceError(f"Joint-name embeddings must be ({count}, {self.config.text_dim}).")
+        inputs = {
+            "geometry": torch.from_numpy(features.geometry)[None],
+            "skin": torch.from_numpy(features.skin)[None],
+            "names": torch.from_numpy(names)[None],
+            "hops": torch.from_numpy(np.minimum(features.hops, MAX_HOPS))[None],
+            "edges": torch.from_numpy(np.minimum(features.edges, EDGE_TYPES - 1))[None],
+            "joint_mask": torch.ones(1, count, dtype=torch.bool),
+        }
+        return PosedRig(rig, canon.frame, Skeleton.from_rig(canon.rig), inputs)
+
+    # ------------------------------------------------------------------ representation
+    def encode(self, deltas: np.ndarray) -> torch.Tensor:
+        """(…,J,3,3) heading-frame deltas → normalised network space (…,J,6)."""
+        return torch.from_numpy(((matrix_to_6d(deltas) - self.mean) / self.std).astype(np.float32))
+
+    def decode(self, x: torch.Tensor) -> np.ndarray:
+        return sixd_to_matrix(x.detach().numpy().astype(np.float64) * self.std + self.mean)
+
+    def _runner(self, posed: PosedRig) -> PriorRunner:
+        return PriorRunner(self.net, posed.inputs)
+
+    # ------------------------------------------------------------------ operations
+    def sample(self, posed: PosedRig, count: int = 1, steps: int | None = None, seed: int = 0) -> np.ndarray:
+        """(count,J,3,3) plausible poses (heading frame), full DDIM from noise."""
+        if not 1 <= count <= 4096:
+            raise PoseSpaceError("Sample between 1 and 4096 poses.")
+        generator = torch.Generator().manual_seed(seed)
+        shape = (count, posed.joint_count, self.config.channels)
+        x = self.diffusion.sample_ddim(
+            self._runner(posed), shape, steps=steps or self.diffusion_config.sample_steps, generator=generator
+        )
+        return self.decode(x)
+
+    def invert(
+        self, posed: PosedRig, deltas: np.ndarray, steps: int = 20, strength: float = 1.0
+    ) -> torch.Tensor:
+        """DDIM inversion: the noise (N,J,6) that `reconstruct` turns back into the poses (N,J,3,3)."""
+        return self.diffusion.invert_ddim(
+            self._runner(posed), self.encode(np.asarray(deltas)), steps, strength
+        )
+
+    def reconstruct(
+        self, posed: PosedRig, noise: torch.Tensor, steps: int = 20, strength: float = 1.0
+    ) -> np.ndarray:
+        x = self.diffusion.sample_ddim(
+            self._runner(posed), tuple(noise.shape), steps=steps, noise=noise, strength=strength
+        )
+        return self.decode(x)
+
+    def project(
+        self,
+        posed: PosedRig,
+        pose: Pose,
+        targets: dict[int, np.ndarray],
+        pins: list[int] | tuple[int, ...] = (),
+        strength: float = 0.4,
+        steps: int = 8,
+        seed: int = 0,
+    ) -> Projection:
+        """The plausible pose nearest `pose` whose joints `targets` (joint → canonical point) reach
+        their targets, with `pins` kept where they are."""
+        import time
+
+        started = time.perf_counter()
+        skeleton = posed.skeleton
+        count = posed.joint_count
+        if not targets:
+            raise PoseSpaceError("Give at least one joint to move.")
+        for joint in list(targets) + list(pins):
+            if not 0 <= int(joint) < count:
+                raise PoseSpaceError(f"Joint {joint} is not in the rig ({count} joints).")
+        turn = yaw_matrix(np.array(pose.yaw))
+        positions = skeleton.positions(pose.deltas)
+        handles = [
+            Handle(int(j), turn.T @ (np.asarray(p, np.float64) - pose.root)) for j, p in targets.items()
+        ]
+        handles += [Handle(int(j), positions[int(j)], PIN_WEIGHT) for j in pins if int(j) not in targets]
+        stiffness = np.ones(count)
+        stiffness[skeleton.parents < 0] = ROOT_STIFFNESS
+        edit = solve_handles(skeleton, pose.deltas, handles, stiffness=stiffness)
+
+        def guide(x0: torch.Tensor) -> torch.Tensor:
+            deltas = self.decode(x0[0])
+            guided = solve_handles(
+                skeleton, deltas, handles, iterations=GUIDE_ITERATIONS, stiffness=stiffness
+            )
+            return self.encode(guided)[None]
+
+        runner = self._runner(posed)
+        generator = torch.Generator().manual_seed(seed)
+        init = self.encode(edit)[None]
+        # Guided on every prediction but the last: the last is the prior's own answer.
+        calls = {"n": 0}
+        total = max(2, int(np.ceil(steps * strength)))
+
+        def hook(x0: torch.Tensor) -> torch.Tensor:
+            calls["n"] += 1
+            return guide(x0) if calls["n"] < total else x0
+
+        x = self.diffusion.sample_ddim(
+            runner,
+            tuple(init.shape),
+            steps=steps,
+            generator=generator,
+            init=init,
+            strength=strength,
+            hook=hook,
+        )
+        result = solve_handles(
+            skeleton,
+            self.decode(x[0]),
+            handles,
+            iterations=FINAL_ITERATIONS,
+            stiffness=stiffness,
+            max_step=FINAL_STEP,
+        )
+        reached_at = skeleton.positions(result)[[h.joint for h in handles]]
+        error = np.linalg.norm(reached_at - np.array([h.target for h in handles]), axis=-1)
+        reached = bool(error.max() <= REACH_TOLERANCE)
+        message = (
+            ""
+            if reached
+            else (
+                f"Out of plausible reach: the pose goes as far as it plausibly can, "
+                f"{error.max():.2f} body sizes short of the target."
+            )
+        )
+        return Projection(
+            Pose(result, pose.root.copy(), pose.yaw),
+            Pose(edit, pose.root.copy(), pose.yaw),
+            error,
+            reached,
+            message,
+            time.perf_counter() - started,
+        )
+
+    def walk(
+        self, posed: PosedRig, keys: list[Pose], frames: list[int], strength: float = 0.5, steps: int = 10
+    ) -> list[Pose]:
+        """In-betweens through the pose space: `keys` (K ≥ 2) with frames[i] frames from key i to
+        key i+1 (the keys included once each). Each key is DDIM-inverted part-way (`strength`), the
+        latents are slerped, each in-between decoded; the keys' own reconstruction error is spread
+        linearly, so the keys come back exactly."""
+        if len(keys) < 2 or len(frames) != len(keys) - 1 or min(frames, default=0) < 1:
+            raise PoseSpaceError(
+                "Walk needs two or more keyposes and a positive frame count between each pair."
+            )
+        stack = np.stack([k.deltas for k in keys])
+        noise = self.invert(posed, stack, steps, strength)
+        recon = self.encode(self.reconstruct(posed, noise, steps, strength))
+        residual = self.encode(stack) - recon
+        out: list[Pose] = []
+        for i, count in enumerate(frames):
+            s = (
+                torch.linspace(0.0, 1.0, count + 1)[:-1]
+                if i < len(frames) - 1
+                else torch.linspace(0.0, 1.0, count + 1)
+            )
+            latents = _slerp(noise[i], noise[i + 1], s)
+            decoded = self.encode(self.reconstruct(posed, latents, steps, strength))
+            decoded = decoded + (1 - s)[:, None, None] * residual[i] + s[:, None, None] * residual[i + 1]
+            deltas = self.decode(decoded)
+            a, b = keys[i], keys[i + 1]
+            for k, share in enumerate(s.numpy()):
+                root = (1 - share) * a.root + share * b.root
+                out.append(Pose(deltas[k], root, float((1 - share) * a.yaw + share * b.yaw)))
+        return out
+
+
+def _slerp(a: torch.Tensor, b: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """Spherical interpolation of two Gaussian latents (keeps their norm statistics)."""
+    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
+    cos = torch.dot(flat_a, flat_b) / (flat_a.norm() * flat_b.norm()).clamp(min=1e-12)
+    omega = torch.arccos(cos.clamp(-1.0, 1.0))
+    if omega.abs() < 1e-4:
+        return (1 - s)[:, None, None] * a + s[:, None, None] * b
+    sa = torch.sin((1 - s) * omega) / torch.sin(omega)
+    sb = torch.sin(s * omega) / torch.sin(omega)
+    return sa[:, None, None] * a + sb[:, None, None] * b
+
+
+# ----------------------------------------------------------------------------- the user's rig
+def pose_from_motion(posed: PosedRig, motion: Motion, frame: int = 0) -> Pose:
+    """One frame of a motion on the user's rig as a heading-frame pose."""
+    motion.check_rig(posed.rig)
+    world = forward_kinematics(posed.rig, motion.sliced(frame, frame + 1))[0]
+    deltas = posed.frame.to_canonical_rotations(
+        world[:, :3, :3] @ np.swapaxes(posed.rig.rest_rotations, -1, -2)
+    )
+    root = posed.frame.to_canonical_points(world[posed.rig.main_root, :3, 3])
+    yaw = float(heading(deltas[posed.rig.main_root][None])[0])
+    return Pose(yaw_matrix(np.array(-yaw)) @ deltas, root, yaw)
+
+
+def pose_to_motion(posed: PosedRig, poses: list[Pose], fps: float = 30.0) -> Motion:
+    """Poses back on the user's rig (local rotations as Blender keys them, the root where it was)."""
+    deltas = np.stack([yaw_matrix(np.array(p.yaw)) @ p.deltas for p in poses])
+    arm = posed.frame.from_canonical_rotations(deltas)
+    roots = posed.frame.from_canonical_points(np.stack([p.root for p in poses]))
+    return motion_from_world_deltas(posed.rig, matrix_to_quat(arm), roots, fps)
+
+
+def target_to_canonical(posed: PosedRig, point: np.ndarray) -> np.ndarray:
+    """An armature-space point (a drag target) in the canonical frame."""
+    return posed.frame.to_canonical_points(np.asarray(point, np.float64))

@@ -1,0 +1,143 @@
+"""Pose maths of the pose prior (kirin_addon/pose_space.py): kinematics, whole-tree IK with handles
+and pins, joint limits, random valid poses and the plausibility measures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kirin.kirin_addon.families import build_creature
+from kirin.kirin_addon.motion import Motion, forward_kinematics, world_deltas
+from kirin.kirin_addon.pose_space import (
+    Handle,
+    JointLimits,
+    Skeleton,
+    frechet_distance,
+    nearest_pose_distance,
+    normalised_positions,
+    pose_angles,
+    random_valid_poses,
+    solve_handles,
+)
+from kirin.kirin_addon.rotations import (
+    quat_from_axis_angle,
+    quat_to_matrix,
+    rotvec_to_matrix,
+    swing_twist_angles,
+)
+from kirin.models.representation import canonical_rig
+
+
+@pytest.fixture(scope="module")
+def quadruped():
+    rig = canonical_rig(build_creature("quadruped", 3).rig).rig
+    return rig, Skeleton.from_rig(rig)
+
+
+def random_motion(rig, seed: int, max_angle: float = 0.6) -> Motion:
+    rng = np.random.default_rng(seed)
+    axis = rng.normal(size=(rig.joint_count, 3))
+    angle = rng.uniform(0.0, max_angle, rig.joint_count)
+    return Motion(30.0, rig.heads[rig.main_root][None], quat_from_axis_angle(axis, angle)[None])
+
+
+def bone_lengths(skeleton: Skeleton, positions: np.ndarray) -> np.ndarray:
+    child = np.flatnonzero(skeleton.parents >= 0)
+    return np.linalg.norm(positions[child] - positions[skeleton.parents[child]], axis=-1)
+
+
+def test_rotvec_matches_axis_angle_quaternions():
+    rng = np.random.default_rng(0)
+    axis = rng.normal(size=(20, 3))
+    axis /= np.linalg.norm(axis, axis=-1, keepdims=True)
+    angle = rng.uniform(0.0, np.pi, 20)
+    expected = quat_to_matrix(quat_from_axis_angle(axis, angle))
+    assert np.allclose(rotvec_to_matrix(axis * angle[:, None]), expected, atol=1e-12)
+    assert np.allclose(rotvec_to_matrix(np.zeros(3)), np.eye(3))
+
+
+def test_swing_twist_separates_the_two():
+    axis = np.array([0.0, 0.0, 1.0])
+    twist = rotvec_to_matrix(axis * 0.7)
+    swing = rotvec_to_matrix(np.array([0.4, 0.0, 0.0]))
+    s, t = swing_twist_angles(twist, axis)
+    assert s == pytest.approx(0.0, abs=1e-9) and t == pytest.approx(0.7)
+    s, t = swing_twist_angles(swing @ twist, axis)
+    assert s == pytest.approx(0.4) and t == pytest.approx(0.7)
+
+
+def test_positions_are_forward_kinematics(quadruped):
+    rig, skeleton = quadruped
+    motion = random_motion(rig, 1)
+    deltas = quat_to_matrix(world_deltas(rig, motion))[0]
+    expected = forward_kinematics(rig, motion)[0, :, :3, 3]
+    assert np.allclose(skeleton.positions(deltas, rig.heads[rig.main_root]), expected, atol=1e-10)
+    assert np.allclose(skeleton.from_local(skeleton.local_rotations(deltas)), deltas, atol=1e-12)
+
+
+def test_ik_reaches_a_target_and_keeps_bones(quadruped):
+    rig, skeleton = quadruped
+    deltas = np.broadcast_to(np.eye(3), (rig.joint_count, 3, 3)).copy()
+    rest = skeleton.positions(deltas)
+    foot = int(rig.foot_candidates()[0])
+    other = int(rig.foot_candidates()[2])
+    target = rest[foot] + np.array([0.0, -0.15, 0.1])
+    solved = solve_handles(skeleton, deltas, [Handle(foot, target), Handle(other, rest[other], 4.0)])
+    posed = skeleton.positions(solved)
+    assert np.linalg.norm(posed[foot] - target) < 1e-4
+    assert np.linalg.norm(posed[other] - rest[other]) < 1e-4
+    assert np.allclose(bone_lengths(skeleton, posed), bone_lengths(skeleton, rest), atol=1e-9)
+    # The root is where it was (IK only turns joints).
+    assert np.allclose(posed[rig.main_root], rest[rig.main_root])
+
+
+def test_ik_leaves_frozen_joints_and_stops_short_of_unreachable_targets(quadruped):
+    rig, skeleton = quadruped
+    deltas = np.broadcast_to(np.eye(3), (rig.joint_count, 3, 3)).copy()
+    foot = int(rig.foot_candidates()[0])
+    frozen = np.zeros(rig.joint_count, bool)
+    frozen[skeleton.ancestors[foot]] = True
+    same = solve_handles(skeleton, deltas, [Handle(foot, np.array([5.0, 0.0, 0.0]))], frozen=frozen)
+    assert np.allclose(same, deltas)
+    far = solve_handles(skeleton, deltas, [Handle(foot, np.array([50.0, 0.0, 0.0]))], iterations=30)
+    assert np.isfinite(far).all()
+    assert np.allclose(far @ np.swapaxes(far, -1, -2), np.eye(3), atol=1e-9)
+
+
+def test_random_valid_poses_respect_their_limits(quadruped):
+    rig, skeleton = quadruped
+    rng = np.random.default_rng(3)
+    limits = JointLimits.default(skeleton)
+    poses = random_valid_poses(skeleton, limits, 64, rng)
+    assert not limits.violations(skeleton, poses).any()
+    swing, twist = pose_angles(skeleton, poses)
+    assert swing.max() > 0.8 * limits.swing.max()  # they use the range, not just its middle
+    tight = JointLimits(limits.swing * 0.25, limits.twist * 0.25)
+    assert tight.violations(skeleton, poses).mean() > 0.3
+    assert (tight.excess(skeleton, poses) >= 0).all()
+
+
+def test_limits_from_poses_contain_the_data(quadruped):
+    rig, skeleton = quadruped
+    data = np.stack([quat_to_matrix(world_deltas(rig, random_motion(rig, s, 0.4)))[0] for s in range(20)])
+    limits = JointLimits.from_poses(skeleton, data)
+    assert not limits.violations(skeleton, data).any()
+    wild = np.stack(
+        [quat_to_matrix(world_deltas(rig, random_motion(rig, 100 + s, 2.5)))[0] for s in range(5)]
+    )
+    assert limits.violations(skeleton, wild).any()
+
+
+def test_plausibility_measures(quadruped):
+    rig, skeleton = quadruped
+    rng = np.random.default_rng(5)
+    limits = JointLimits.default(skeleton)
+    data = random_valid_poses(skeleton, limits, 300, rng)
+    same = random_valid_poses(skeleton, limits, 300, rng)
+    wide = random_valid_poses(skeleton, JointLimits(limits.swing * 2.5, limits.twist * 2.5), 300, rng)
+    close = frechet_distance(normalised_positions(skeleton, same), normalised_positions(skeleton, data))
+    far = frechet_distance(normalised_positions(skeleton, wide), normalised_positions(skeleton, data))
+    assert 0.0 <= close < far
+    assert frechet_distance(normalised_positions(skeleton, data), normalised_positions(skeleton, data)) < 1e-6
+    assert nearest_pose_distance(skeleton, data[:5], data) == pytest.approx(np.zeros(5), abs=1e-9)
+    assert (nearest_pose_distance(skeleton, wide[:20], data) > 0).all()
