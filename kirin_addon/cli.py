@@ -122,6 +122,7 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
                        help="cuda (onnxruntime-gpu), cpu, or auto (CUDA when present)")
     serve.add_argument("--threads", type=int, default=0, help="CPU threads for the model (0: the default)")
     serve.add_argument("--model", help="motion model folder (default: the shipped one)")
+    serve.add_argument("--pose-model", dest="pose_model", help="pose prior folder (default: the shipped one)")
     serve.add_argument("--bank", default="default",
                        help="motion bank to retrieve from: 'default' (when built), a cache folder or 'none'")
     serve.add_argument("--max-jobs", type=int, default=256, help="queued + unfetched jobs held at most")

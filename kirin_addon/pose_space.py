@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from .rig import Rig
-from .rotations import matrix_to_6d, rotvec_to_matrix, sixd_to_matrix, swing_twist_angles
+from .rotations import matrix_to_6d, matrix_to_quat, rotvec_to_matrix, sixd_to_matrix, swing_twist_angles
 
 DEFAULT_SWING = np.radians(60.0)  # joint limits of a rig with no data: a cone about the bone...
 DEFAULT_TWIST = np.radians(30.0)  # ...and a twist about it
@@ -246,6 +246,28 @@ class JointLimits:
         """(…,J) bool: the joint swings or twists past its limit."""
         swing, twist = pose_angles(skeleton, deltas)
         return (swing > self.swing + tolerance) | (np.abs(twist) > self.twist + tolerance)
+
+    def clamp(self, skeleton: Skeleton, deltas: np.ndarray) -> np.ndarray:
+        """Poses (…,J,3,3) with every joint's swing and twist cut back to its limits (the bone keeps
+        its swing direction and its twist sign)."""
+        local = skeleton.local_rotations(deltas)
+        axes = np.broadcast_to(skeleton.axes, local.shape[:-1])
+        q = matrix_to_quat(local)
+        along = np.sum(q[..., 1:] * axes, axis=-1)
+        twist_angle = 2.0 * np.arctan2(along, q[..., 0])
+        twist_angle = (twist_angle + np.pi) % (2.0 * np.pi) - np.pi
+        twist = rotvec_to_matrix(axes * twist_angle[..., None])
+        swing = local @ np.swapaxes(twist, -1, -2)
+        turned = np.einsum("...ab,...b->...a", swing, axes)
+        swing_axis = np.cross(axes, turned)
+        sine = np.linalg.norm(swing_axis, axis=-1, keepdims=True)
+        swing_angle = np.arctan2(sine[..., 0], np.sum(axes * turned, axis=-1))
+        unit = swing_axis / np.maximum(sine, 1e-12)
+        new_swing = rotvec_to_matrix(unit * np.minimum(swing_angle, self.swing)[..., None])
+        new_twist = rotvec_to_matrix(axes * np.clip(twist_angle, -self.twist, self.twist)[..., None])
+        inside = (swing_angle <= self.swing) & (np.abs(twist_angle) <= self.twist)
+        clamped = np.where(inside[..., None, None], local, new_swing @ new_twist)
+        return skeleton.from_local(clamped)
 
     def excess(self, skeleton: Skeleton, deltas: np.ndarray) -> np.ndarray:
         """(…,J) radians past the limits (0 inside), swing and twist added."""

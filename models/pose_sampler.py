@@ -18,6 +18,7 @@ instead of folding the rig into it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,9 +27,16 @@ import torch
 
 from ..kirin_addon.canonical import CanonicalFrame
 from ..kirin_addon.motion import Motion, forward_kinematics, motion_from_world_deltas
-from ..kirin_addon.pose_space import Handle, Skeleton, solve_handles
+from ..kirin_addon.pose_space import MAX_STEP, Handle, JointLimits, Skeleton, solve_handles
 from ..kirin_addon.rig import Rig
-from ..kirin_addon.rotations import matrix_to_6d, matrix_to_quat, sixd_to_matrix
+from ..kirin_addon.rotations import (
+    matrix_to_6d,
+    matrix_to_quat,
+    orthonormalize,
+    quat_slerp,
+    quat_to_matrix,
+    sixd_to_matrix,
+)
 from ..kirin_addon.skinning import SkinnedMesh
 from .config import DiffusionConfig, PoseDenoiserConfig
 from .diffusion import Diffusion
@@ -42,6 +50,17 @@ PIN_WEIGHT = 4.0  # pinned joints weigh this much more than dragged ones
 ROOT_STIFFNESS = 4.0  # the root turns the whole body: it gives way last
 GUIDE_ITERATIONS = 2  # IK iterations after each x0 prediction
 FINAL_ITERATIONS = 4
+RIG_SAMPLES = 128  # prior samples a rig's joint stiffness and limits are measured on
+RIG_SEED = 1234
+LIMIT_MARGIN = np.radians(10.0)  # beyond the widest angle the samples use
+EDIT_ITERATIONS = 8
+PROJECT_STEPS = 15  # over the whole schedule: 3 network calls at the drag's strength
+DRAG_STRENGTH = 0.2
+PROJECT_STRENGTH = 0.4
+WALK_GUIDED_STRENGTH = 0.3
+WALK_LATENT_STRENGTH = 0.5
+MIN_SPREAD = np.radians(3.0)  # a joint that never turns in the samples is stiff, not frozen
+STIFFNESS_POWER = 2.0
 FINAL_STEP = 0.12  # radians per joint per final IK iteration: enough to close a small gap, not to fold
 
 
@@ -57,6 +76,8 @@ class PosedRig:
     frame: CanonicalFrame
     skeleton: Skeleton
     inputs: dict[str, torch.Tensor]
+    stiffness: np.ndarray | None = None  # (J,) from the prior's own samples (`PosePrior.learn_rig`)
+    limits: JointLimits | None = None  # the joint limits the prior's samples keep to
 
     @property
     def joint_count(self) -> int:
@@ -214,12 +235,18 @@ class PosePrior:
         pose: Pose,
         targets: dict[int, np.ndarray],
         pins: list[int] | tuple[int, ...] = (),
-        strength: float = 0.4,
-        steps: int = 8,
+        strength: float | None = None,
+        steps: int = PROJECT_STEPS,
         seed: int = 0,
+        relative: bool = True,
+        clamp: bool = False,
     ) -> Projection:
         """The plausible pose nearest `pose` whose joints `targets` (joint → canonical point) reach
-        their targets, with `pins` kept where they are."""
+        their targets, with `pins` kept where they are. `relative` (a drag): the prior's correction
+        of the edit is measured against its correction of `pose` itself, so what the edit leaves
+        alone stays as the animator had it; off (Project Pose): the prior's own answer. `strength`:
+        how far up the noise schedule it goes (default 0.2 relative, 0.4 not). `clamp` keeps
+        every IK step inside the joint limits the prior's samples keep to."""
         import time
 
         started = time.perf_counter()
@@ -236,45 +263,30 @@ class PosePrior:
             Handle(int(j), turn.T @ (np.asarray(p, np.float64) - pose.root)) for j, p in targets.items()
         ]
         handles += [Handle(int(j), positions[int(j)], PIN_WEIGHT) for j in pins if int(j) not in targets]
-        stiffness = np.ones(count)
-        stiffness[skeleton.parents < 0] = ROOT_STIFFNESS
-        edit = solve_handles(skeleton, pose.deltas, handles, stiffness=stiffness)
+        if strength is None:
+            strength = DRAG_STRENGTH if relative else PROJECT_STRENGTH
+        self.learn_rig(posed)
+        stiffness, limits = posed.stiffness, posed.limits
+
+        def reach(deltas: np.ndarray, iterations: int, max_step: float = MAX_STEP) -> np.ndarray:
+            solved = solve_handles(
+                skeleton, deltas, handles, iterations=iterations, stiffness=stiffness, max_step=max_step
+            )
+            return limits.clamp(skeleton, solved) if clamp else solved
+
+        edit = reach(pose.deltas, EDIT_ITERATIONS)
 
         def guide(x0: torch.Tensor) -> torch.Tensor:
-            deltas = self.decode(x0[0])
-            guided = solve_handles(
-                skeleton, deltas, handles, iterations=GUIDE_ITERATIONS, stiffness=stiffness
-            )
-            return self.encode(guided)[None]
+            guided = reach(self.decode(x0[0]), GUIDE_ITERATIONS)
+            return torch.cat([self.encode(guided)[None], x0[1:]])
 
-        runner = self._runner(posed)
-        generator = torch.Generator().manual_seed(seed)
-        init = self.encode(edit)[None]
-        # Guided on every prediction but the last: the last is the prior's own answer.
-        calls = {"n": 0}
-        total = max(2, int(np.ceil(steps * strength)))
-
-        def hook(x0: torch.Tensor) -> torch.Tensor:
-            calls["n"] += 1
-            return guide(x0) if calls["n"] < total else x0
-
-        x = self.diffusion.sample_ddim(
-            runner,
-            tuple(init.shape),
-            steps=steps,
-            generator=generator,
-            init=init,
-            strength=strength,
-            hook=hook,
-        )
-        result = solve_handles(
-            skeleton,
-            self.decode(x[0]),
-            handles,
-            iterations=FINAL_ITERATIONS,
-            stiffness=stiffness,
-            max_step=FINAL_STEP,
-        )
+        start = self.encode(pose.deltas)
+        rows = [self.encode(edit), start] if relative else [self.encode(edit)]
+        denoised = self._denoise(posed, torch.stack(rows), strength, steps, seed, guide)
+        # Relative: what the prior does to the edit, less what it does to the pose the edit started
+        # from (the animator's own pose, plausible by their word): its reconstruction bias cancels.
+        x = denoised[0] - denoised[1] + start if relative else denoised[0]
+        result = reach(self.decode(x), FINAL_ITERATIONS, FINAL_STEP)
         reached_at = skeleton.positions(result)[[h.joint for h in handles]]
         error = np.linalg.norm(reached_at - np.array([h.target for h in handles]), axis=-1)
         reached = bool(error.max() <= REACH_TOLERANCE)
@@ -295,30 +307,102 @@ class PosePrior:
             time.perf_counter() - started,
         )
 
+    def learn_rig(self, posed: PosedRig) -> PosedRig:
+        """What the prior says of this rig, from its own samples (cached on `posed`):
+        - stiffness (J,): how much each joint resists turning in IK, from how much it turns in the
+          samples: a back that never bends stays straight while a leg reaches — semantic IK rather
+          than an even spread over every ancestor;
+        - joint limits: the widest swing and twist the samples use (plus a margin), which guided
+          poses are kept inside."""
+        if posed.stiffness is None or posed.limits is None:
+            samples = self.sample(posed, RIG_SAMPLES, seed=RIG_SEED)
+            local = posed.skeleton.local_rotations(samples)
+            mean = orthonormalize(local.mean(axis=0))
+            cosine = (np.trace(np.swapaxes(mean, -1, -2)[None] @ local, axis1=-2, axis2=-1) - 1.0) / 2.0
+            spread = np.sqrt(np.mean(np.arccos(np.clip(cosine, -1.0, 1.0)) ** 2, axis=0))
+            stiffness = 1.0 / (spread + MIN_SPREAD) ** STIFFNESS_POWER
+            stiffness /= np.median(stiffness)
+            stiffness[posed.skeleton.parents < 0] *= ROOT_STIFFNESS
+            posed.stiffness = stiffness
+            posed.limits = JointLimits.from_poses(posed.skeleton, samples, margin=LIMIT_MARGIN)
+        return posed
+
+    def _denoise(
+        self,
+        posed: PosedRig,
+        init: torch.Tensor,
+        strength: float,
+        steps: int,
+        seed: int,
+        guide: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """SDEdit of a batch of poses (N,J,6), every row with the same noise (so rows that differ a
+        little come out differing a little); `guide` sees every x0 prediction but the last, which is
+        the prior's own answer."""
+        generator = torch.Generator().manual_seed(seed)
+        noise = torch.randn((1,) + tuple(init.shape[1:]), generator=generator).expand_as(init).clone()
+        calls = {"n": 0}
+        total = max(2, int(np.ceil(steps * strength)))
+
+        def hook(x0: torch.Tensor) -> torch.Tensor:
+            calls["n"] += 1
+            return guide(x0) if guide is not None and calls["n"] < total else x0
+
+        return self.diffusion.sample_ddim(
+            self._runner(posed),
+            tuple(init.shape),
+            steps=steps,
+            noise=noise,
+            init=init,
+            strength=strength,
+            hook=hook,
+        )
+
     def walk(
-        self, posed: PosedRig, keys: list[Pose], frames: list[int], strength: float = 0.5, steps: int = 10
+        self,
+        posed: PosedRig,
+        keys: list[Pose],
+        frames: list[int],
+        method: str = "guided",
+        strength: float | None = None,
+        steps: int = 10,
+        seed: int = 0,
     ) -> list[Pose]:
         """In-betweens through the pose space: `keys` (K ≥ 2) with frames[i] frames from key i to
-        key i+1 (the keys included once each). Each key is DDIM-inverted part-way (`strength`), the
-        latents are slerped, each in-between decoded; the keys' own reconstruction error is spread
-        linearly, so the keys come back exactly."""
+        key i+1 (the keys included once each); the keys come back exactly.
+
+        - "guided": each in-between starts as the keys' per-joint slerp and is denoised part-way
+          (`strength`, default 0.3) with one shared noise; the prior's correction of the keys
+          themselves is subtracted (blended across the gap), so what moves is what the prior finds
+          implausible in the blend, and neighbouring frames stay neighbours;
+        - "latent" (ViPS' walk): each key is DDIM-inverted part-way (default 0.5), the latents are
+          slerped and decoded; the keys' reconstruction error is spread linearly."""
         if len(keys) < 2 or len(frames) != len(keys) - 1 or min(frames, default=0) < 1:
             raise PoseSpaceError(
                 "Walk needs two or more keyposes and a positive frame count between each pair."
             )
+        if method not in ("guided", "latent"):
+            raise PoseSpaceError(f"Unknown walk method {method!r} (guided or latent).")
         stack = np.stack([k.deltas for k in keys])
-        noise = self.invert(posed, stack, steps, strength)
-        recon = self.encode(self.reconstruct(posed, noise, steps, strength))
-        residual = self.encode(stack) - recon
+        if method == "latent":
+            strength = WALK_LATENT_STRENGTH if strength is None else strength
+            noise = self.invert(posed, stack, steps, strength)
+            residual = self.encode(stack) - self.encode(self.reconstruct(posed, noise, steps, strength))
+        else:
+            strength = WALK_GUIDED_STRENGTH if strength is None else strength
+            keys_x = self.encode(stack)
+            residual = keys_x - self._denoise(posed, keys_x, strength, steps, seed)
         out: list[Pose] = []
         for i, count in enumerate(frames):
-            s = (
-                torch.linspace(0.0, 1.0, count + 1)[:-1]
-                if i < len(frames) - 1
-                else torch.linspace(0.0, 1.0, count + 1)
-            )
-            latents = _slerp(noise[i], noise[i + 1], s)
-            decoded = self.encode(self.reconstruct(posed, latents, steps, strength))
+            last = i == len(frames) - 1
+            s = torch.linspace(0.0, 1.0, count + 1)[: None if last else -1]
+            if method == "latent":
+                decoded = self.encode(
+                    self.reconstruct(posed, _slerp(noise[i], noise[i + 1], s), steps, strength)
+                )
+            else:
+                blend = _slerp_deltas(stack[i], stack[i + 1], s.numpy().astype(np.float64))
+                decoded = self._denoise(posed, self.encode(blend), strength, steps, seed)
             decoded = decoded + (1 - s)[:, None, None] * residual[i] + s[:, None, None] * residual[i + 1]
             deltas = self.decode(decoded)
             a, b = keys[i], keys[i + 1]
@@ -326,6 +410,12 @@ class PosePrior:
                 root = (1 - share) * a.root + share * b.root
                 out.append(Pose(deltas[k], root, float((1 - share) * a.yaw + share * b.yaw)))
         return out
+
+
+def _slerp_deltas(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Per-joint slerp of two poses (J,3,3) at shares s (F,) → (F,J,3,3)."""
+    qa, qb = matrix_to_quat(a), matrix_to_quat(b)
+    return quat_to_matrix(quat_slerp(qa[None], qb[None], s[:, None]))
 
 
 def _slerp(a: torch.Tensor, b: torch.Tensor, s: torch.Tensor) -> torch.Tensor:

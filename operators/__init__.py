@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import bpy
 
-from . import binding, generate, motion_file, nla, pending, properties
+from . import binding, generate, motion_file, nla, pending, pose_space, properties
 
-CLASSES = (*motion_file.CLASSES, *nla.CLASSES, *generate.CLASSES, *binding.CLASSES, *pending.CLASSES)
+CLASSES = (*motion_file.CLASSES, *nla.CLASSES, *generate.CLASSES, *binding.CLASSES, *pose_space.CLASSES,
+           *pending.CLASSES)
 
 
 def register() -> None:
     properties.register()
     for cls in CLASSES:
         bpy.utils.register_class(cls)
+    pose_space.register_tool()
 
 
 def unregister() -> None:
     from ..kirin_addon.backend.client import stop_backend
 
     stop_backend()  # the backend this Blender started ends with the add-on (and with Blender: atexit)
+    pose_space.unregister_tool()
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)
     properties.unregister()

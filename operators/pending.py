@@ -32,7 +32,5 @@ def _pending(idname: str, label: str, waits_for: str) -> type:
 
 
 CLASSES = (
-    _pending("kirin.sample_pose", "Sample Pose", "arrives with the pose-space model"),
-    _pending("kirin.project_pose", "Project Pose", "arrives with the pose-space model"),
     _pending("kirin.motion_from_video", "Motion From Video", "arrives with video motion extraction"),
 )

@@ -95,6 +95,10 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
     smooth_iterations: IntProperty(name="Smoothing", default=SMOOTH_DEFAULT, min=0, max=100,
                                    description="Smoothing passes over inpainted weights (robust)")
     nla_track: StringProperty(name="Track", default="Kirin", description="Name of the NLA track to bake into")
+    pose_strength: FloatProperty(name="Strength", default=0.0, min=0.0, max=1.0,
+                                 description="How far the pose prior may move a dragged or projected pose "
+                                 "from your edit towards a plausible one (0: the model's default)")
+    pose_seed: IntProperty(name="Seed", default=0, min=0, description="Which pose Sample Pose draws")
 
 
 CLASSES = (KirinJointMapItem, KirinArmatureSettings, KirinSceneSettings)

@@ -331,6 +331,22 @@ def action_key_frames(action, obj: bpy.types.Object) -> np.ndarray:
     return np.unique(np.round(np.concatenate(found)).astype(np.int64))
 
 
+def selected_key_frames(action, obj: bpy.types.Object) -> np.ndarray:
+    """The frames (sorted, unique, whole) of the selected keyframes on obj's bones in the action."""
+    bag = action_channelbag(action, obj)
+    found = [np.empty(0)]
+    for fcurve in (bag.fcurves if bag is not None else ()):
+        if _BONE_PATH.match(fcurve.data_path) is None:
+            continue
+        points = fcurve.keyframe_points
+        co = np.empty(len(points) * 2, dtype=np.float32)
+        points.foreach_get("co", co)
+        chosen = np.empty(len(points), dtype=bool)
+        points.foreach_get("select_control_point", chosen)
+        found.append(co[0::2][chosen])
+    return np.unique(np.round(np.concatenate(found)).astype(np.int64))
+
+
 def read_action(obj: bpy.types.Object, rig: Rig, action, fps: float | None = None,
                 frame_range: tuple[int, int] | None = None) -> Motion:
     """Sample an existing Action on the armature into a Motion (rotations; root location), over
@@ -372,6 +388,13 @@ def read_action(obj: bpy.types.Object, rig: Rig, action, fps: float | None = Non
         got = channels.get((bone_name, "location"), {})
         for c, values in got.items():
             locations[:, j, c] = values
+    scene_fps = fps or (bpy.context.scene.render.fps / bpy.context.scene.render.fps_base)
+    return _motion_from_basis(rig, rotations, locations, scene_fps)
+
+
+def _motion_from_basis(rig: Rig, rotations: np.ndarray, locations: np.ndarray, fps: float) -> Motion:
+    """A Motion from Blender's per-bone basis: (T,J,4) rotations and (T,J,3) `location` channels."""
+    locations = np.array(locations, dtype=np.float64)
     main = rig.main_root
     offset = locations[:, main] @ rig.rest[main, :3, :3].T
     root_positions = rig.heads[main] + offset
@@ -379,9 +402,140 @@ def read_action(obj: bpy.types.Object, rig: Rig, action, fps: float | None = Non
     roots = rig.roots
     locations[:, roots] -= np.einsum("rba,tb->tra", rig.rest[roots, :3, :3], offset)
     locations[:, main] = 0.0
-    scene_fps = fps or (bpy.context.scene.render.fps / bpy.context.scene.render.fps_base)
     translations = locations if np.any(np.abs(locations) > 1e-12) else None
-    return Motion(scene_fps, root_positions, quat_normalize(rotations), translations)
+    return Motion(fps, root_positions, quat_normalize(rotations), translations)
+
+
+
+# --------------------------------------------------------------------------- the current pose
+# Every transform channel of a pose bone, as stored: a snapshot of these is the pose, exactly.
+POSE_CHANNELS = (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3),
+                 ("rotation_axis_angle", 4), ("scale", 3))
+_EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+
+
+def pose_order(obj: bpy.types.Object, rig: Rig) -> np.ndarray:
+    """Index in `obj.pose.bones` of each rig joint (the rig follows `obj.data.bones`)."""
+    pose_bones = obj.pose.bones
+    order = np.array([pose_bones.find(n) for n in rig.names], dtype=np.int64)
+    if len(pose_bones) != rig.joint_count or np.any(order < 0):
+        raise SceneError(f"The bones of '{obj.name}' changed: run the operation again.")
+    return order
+
+
+def read_pose_channels(obj: bpy.types.Object) -> dict[str, np.ndarray]:
+    """Every pose bone's transform channels as Blender stores them (float32, pose-bone order): a
+    snapshot that `write_pose_channels` puts back bit for bit."""
+    pose_bones = obj.pose.bones
+    return {name: _vectors(pose_bones, name, width).copy() for name, width in POSE_CHANNELS}
+
+
+def write_pose_channels(obj: bpy.types.Object, channels: dict[str, np.ndarray]) -> None:
+    """Set the pose bones' channels (a `read_pose_channels` snapshot, possibly edited) and tag the
+    armature for re-evaluation (foreach_set alone does not)."""
+    pose_bones = obj.pose.bones
+    for name, _width in POSE_CHANNELS:
+        if name in channels:
+            pose_bones.foreach_set(name, np.ascontiguousarray(channels[name], dtype=np.float32).ravel())
+    obj.update_tag()
+
+
+def read_pose(obj: bpy.types.Object, rig: Rig, fps: float | None = None) -> Motion:
+    """The armature's current pose (its pose bones' basis, before constraints) as a one-frame Motion."""
+    order = pose_order(obj, rig)
+    basis = _matrices(obj.pose.bones, "matrix_basis")[order]
+    linear = basis[:, :3, :3]
+    scale = np.linalg.norm(linear, axis=-2, keepdims=True)  # matrix_basis = T·R·S: columns carry S
+    rotations = matrix_to_quat(linear / np.where(scale > 1e-12, scale, 1.0))
+    locations = basis[:, :3, 3].copy()
+    locations[rig.connected] = 0.0  # Blender ignores the location of connected bones
+    scene = bpy.context.scene
+    fps = fps or scene.render.fps / scene.render.fps_base
+    return _motion_from_basis(rig, rotations[None], locations[None], fps)
+
+
+def write_pose(obj: bpy.types.Object, rig: Rig, motion: Motion, frame: int = 0) -> None:
+    """Put frame `frame` of a Motion on the pose bones: each bone's rotation in its own rotation mode
+    (continuous with the value it had: no sign or 2π flips), `location` of the roots and of the
+    bones the motion moves; scale and the channels of other rotation modes are left as they are."""
+    motion.check_rig(rig)
+    order = pose_order(obj, rig)
+    pose_bones = obj.pose.bones
+    channels = read_pose_channels(obj)
+    one = motion.sliced(frame, frame + 1)
+    rotations = quat_normalize(one.rotations[0])
+    locations = np.zeros((rig.joint_count, 3)) if one.translations is None else one.translations[0].copy()
+    locations[rig.roots] = root_basis_location(rig, one)[0]
+    free = ~rig.connected  # Blender ignores the location of connected bones: keep what they hold
+    channels["location"][order[free]] = locations[free]
+    modes = np.array([pose_bones[int(k)].rotation_mode for k in order])
+    chosen = np.flatnonzero(modes == "QUATERNION")
+    if chosen.size:
+        old = channels["rotation_quaternion"][order[chosen]].astype(np.float64)
+        new = rotations[chosen]
+        flip = np.sum(old * new, axis=-1) < 0.0
+        channels["rotation_quaternion"][order[chosen]] = np.where(flip[:, None], -new, new)
+    chosen = np.flatnonzero(modes == "AXIS_ANGLE")
+    if chosen.size:
+        axis, angle = quat_to_axis_angle(rotations[chosen])
+        channels["rotation_axis_angle"][order[chosen]] = np.concatenate([angle[:, None], axis], axis=-1)
+    for mode in _EULER_ORDERS:
+        chosen = np.flatnonzero(modes == mode)
+        if chosen.size == 0:
+            continue
+        old = channels["rotation_euler"][order[chosen]].astype(np.float64)
+        euler = matrix_to_euler(quat_to_matrix(rotations[chosen]), mode)
+        euler += 2.0 * np.pi * np.round((old - euler) / (2.0 * np.pi))  # the turn nearest the old value
+        channels["rotation_euler"][order[chosen]] = euler
+    write_pose_channels(obj, channels)
+
+
+def selected_bones(obj: bpy.types.Object, rig: Rig) -> np.ndarray:
+    """(J,) bool: which bones are selected in pose mode (rig order). Blender 5.0 keeps pose
+    selection on the pose bone, 4.x on the bone."""
+    pose_bones = obj.pose.bones
+    if len(pose_bones) and hasattr(pose_bones[0], "select"):
+        return _vectors(pose_bones, "select", 1, dtype=bool)[pose_order(obj, rig)]
+    return _vectors(obj.data.bones, "select", 1, dtype=bool).copy()
+
+
+def hidden_bones(obj: bpy.types.Object, rig: Rig) -> np.ndarray:
+    """(J,) bool: bones hidden in pose mode (rig order; the pose bone's flag on 5.0, the bone's too)."""
+    hidden = _vectors(obj.data.bones, "hide", 1, dtype=bool).copy()
+    pose_bones = obj.pose.bones
+    if len(pose_bones) and hasattr(pose_bones[0], "hide"):
+        hidden |= _vectors(pose_bones, "hide", 1, dtype=bool)[pose_order(obj, rig)]
+    return hidden
+
+
+def select_bones(obj: bpy.types.Object, rig: Rig, selected: np.ndarray) -> None:
+    """Set the pose selection (rig order) on Blender 4.x and 5.x."""
+    pose_bones = obj.pose.bones
+    flags = np.asarray(selected, dtype=bool)
+    if len(pose_bones) and hasattr(pose_bones[0], "select"):
+        buf = np.zeros(len(pose_bones), dtype=bool)
+        buf[pose_order(obj, rig)] = flags
+        pose_bones.foreach_set("select", buf)
+    else:
+        obj.data.bones.foreach_set("select", flags)
+    obj.update_tag()
+
+
+def key_pose(obj: bpy.types.Object, rig: Rig, frame: float) -> None:
+    """Key the current pose at `frame` in the active action (made if there is none): each bone's
+    rotation channel for its rotation mode, and `location` on the roots and on bones moved from
+    their rest place. One key per channel: this is Auto-Keying a pose, not writing an animation
+    (that is write_action's, in bulk)."""
+    pose_bones = obj.pose.bones
+    order = pose_order(obj, rig)
+    moved = np.any(read_pose_channels(obj)["location"][order] != 0.0, axis=-1) & ~rig.connected
+    moved[rig.roots] = True
+    props = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+    for j, name in enumerate(rig.names):
+        bone = pose_bones[name]
+        bone.keyframe_insert(props.get(bone.rotation_mode, "rotation_euler"), frame=frame, group=name)
+        if moved[j]:
+            bone.keyframe_insert("location", frame=frame, group=name)
 
 
 # --------------------------------------------------------------------------- building objects

@@ -125,10 +125,29 @@ class KIRIN_PT_pose_space(_KirinPanel, bpy.types.Panel):
     bl_parent_id = "KIRIN_PT_main"
     bl_options = {"DEFAULT_CLOSED"}
 
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        return obj is not None and (obj.type == "ARMATURE" or (obj.type == "MESH" and obj.find_armature()))
+
     def draw(self, context):
-        row = self.layout.row(align=True)
+        settings = context.scene.kirin
+        layout = self.layout
+        obj = context.active_object
+        in_pose = obj is not None and obj.type == "ARMATURE" and obj.mode == "POSE"
+        col = layout.column(align=True)
+        if in_pose:
+            col.label(text="Drag bones with the Pose Space Drag tool", icon="TOOL_SETTINGS")
+            col.label(text="(toolbar); selected bones stay put")
+        else:
+            col.label(text="Pose Mode: drag bones with the", icon="INFO")
+            col.label(text="Pose Space Drag tool")
+        layout.prop(settings, "pose_strength", slider=True)
+        layout.operator("kirin.project_pose", icon="CON_KINEMATIC")
+        row = layout.row(align=True)
         row.operator("kirin.sample_pose", icon="POSE_HLT")
-        row.operator("kirin.project_pose", icon="CON_KINEMATIC")
+        row.prop(settings, "pose_seed", text="Seed")
+        layout.operator("kirin.walk_between_keys", icon="IPO_BEZIER")
 
 
 class KIRIN_PT_binding(_KirinPanel, bpy.types.Panel):

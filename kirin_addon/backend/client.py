@@ -6,6 +6,8 @@
         ...
     result = job.result()                 # or, headless: result = job.wait()
     result.variants[0].motion             # a kirin_addon.motion.Motion on the rig
+    dragged = client.project_pose(rig, pose, {paw: target}, pins=[foot], mesh=mesh, mesh_key=key)
+    key = dragged.mesh_key                # Pose Space answers at once; the key spares resending the mesh
 
 Every failure is a `BackendError` whose message can go to Blender's status bar as is; a backend
 that died or cannot be reached is a `BackendStopped` ("The Kirin backend stopped ...").
@@ -40,11 +42,15 @@ from ..skinning import SkinnedMesh
 from .protocol import (
     API,
     PROTOCOL_VERSION,
+    UNKNOWN_MESH_KEY_STATUS,
     ProtocolError,
     bind_request,
     decode_array,
     generate_request,
     motion_from_json,
+    pose_project_request,
+    pose_sample_request,
+    pose_walk_request,
     rig_from_json,
     transfer_request,
     weights_from_json,
@@ -229,6 +235,39 @@ def decode_bind(payload: dict[str, Any], count: int) -> BindResult:
         raise BackendError(f"The backend sent an Auto-Bind result Kirin cannot read: {exc}") from None
 
 
+@dataclass
+class PoseResult:
+    """The answer of a Pose Space request (synchronous: no job)."""
+
+    motion: Motion  # one frame per pose, on the request's rig (local rotations as Blender keys them)
+    handle_error: np.ndarray | None  # (H,) body sizes: each target in order, then each pin; None: no handles
+    reached: bool  # every handle within tolerance (always True for sample and walk)
+    message: str  # why not, for the status bar ("" when reached)
+    seconds: float  # server-side compute
+    mesh_key: str | None  # send this instead of the mesh next time (None: no mesh)
+
+
+def decode_pose(payload: Any, joints: int, frames: int, handles: int | None, what: str) -> PoseResult:
+    """A pose answer, checked against what was asked for: `frames` poses of `joints` joints and, for a
+    projection, one error per handle."""
+    try:
+        if not isinstance(payload, dict):
+            raise ProtocolError("expected an object")
+        motion = motion_from_json(payload["motion"], joints, frames, what="motion")
+        error = None
+        if handles is not None:
+            error = decode_array(payload["handle_error"], "handle_error", (handles,))
+        reached, message = payload.get("reached", True), payload.get("message") or ""
+        key = payload.get("mesh_key")
+        if not isinstance(reached, bool):
+            raise ProtocolError("reached: expected true or false")
+        if not isinstance(message, str) or (key is not None and not isinstance(key, str)):
+            raise ProtocolError("message and mesh_key: expected text")
+        return PoseResult(motion, error, reached, message, float(payload.get("seconds") or 0.0), key)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BackendError(f"The backend sent a {what} result Kirin cannot read: {exc}") from None
+
+
 class BackendClient:
     """HTTP client of one backend (`url`, `token`). `process` is set when this add-on started it,
     so that a dead process is told apart from an unreachable address."""
@@ -406,6 +445,89 @@ class BackendClient:
         status = self.request("POST", "/jobs/bind", body)
         return BackendJob(self, str(status["id"]), lambda payload: decode_bind(payload, count),
                           JobStatus.from_json(status), "Auto-Bind")
+
+    # ------------------------------------------------------------------ Pose Space (synchronous)
+    def _pose(
+        self,
+        path: str,
+        build: Callable[[SkinnedMesh | None, str | None], dict[str, Any]],
+        mesh: SkinnedMesh | None,
+        mesh_key: str | None,
+        timeout: float,
+    ) -> Any:
+        """POST a pose request. With `mesh_key` the mesh is not sent; if the backend no longer holds
+        that key and `mesh` was given, the request is sent again with the mesh."""
+        try:
+            return self.request("POST", path, build(None if mesh_key else mesh, mesh_key or None), timeout)
+        except BackendError as exc:
+            if not mesh_key or mesh is None or exc.status != UNKNOWN_MESH_KEY_STATUS:
+                raise
+        return self.request("POST", path, build(mesh, None), timeout)
+
+    def project_pose(
+        self,
+        rig: Rig,
+        pose: Motion,
+        targets: dict[int, np.ndarray],
+        pins: Sequence[int] = (),
+        mesh: SkinnedMesh | None = None,
+        mesh_key: str | None = None,
+        strength: float | None = None,
+        timeout: float = 10.0,
+        relative: bool = True,
+    ) -> PoseResult:
+        """Project a dragged pose onto plausible poses: `pose` is the current pose (one frame on
+        `rig`), `targets` joint index → armature-space point, `pins` joints kept where they are;
+        `relative` False projects the pose itself (Project Pose) instead of the edit of it (a drag).
+        The result has one frame; `handle_error` one value per target (in order), then per pin that
+        is not a target; `reached` False with a message when a target is out of plausible reach."""
+        joints = [int(j) for j in targets]
+        handles = len(joints) + len([p for p in dict.fromkeys(int(p) for p in pins) if p not in joints])
+
+        def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
+            return pose_project_request(
+                rig, pose, targets, pins, mesh=m, mesh_key=k, strength=strength, relative=relative
+            )
+
+        payload = self._pose("/pose/project", build, mesh, mesh_key, timeout)
+        return decode_pose(payload, rig.joint_count, 1, handles, "pose projection")
+
+    def sample_poses(
+        self,
+        rig: Rig,
+        pose: Motion,
+        count: int = 1,
+        seed: int = 0,
+        mesh: SkinnedMesh | None = None,
+        mesh_key: str | None = None,
+        timeout: float = 30.0,
+    ) -> PoseResult:
+        """`count` plausible poses (one frame each), standing and facing like `pose` (one frame)."""
+
+        def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
+            return pose_sample_request(rig, pose, count, seed, mesh=m, mesh_key=k)
+
+        payload = self._pose("/pose/sample", build, mesh, mesh_key, timeout)
+        return decode_pose(payload, rig.joint_count, int(count), None, "pose sample")
+
+    def walk_poses(
+        self,
+        rig: Rig,
+        keys: Motion,
+        frames: Sequence[int],
+        mesh: SkinnedMesh | None = None,
+        mesh_key: str | None = None,
+        timeout: float = 60.0,
+    ) -> PoseResult:
+        """In-betweens through the pose space: `keys` (K frames) with frames[i] frames from key i to
+        key i+1; the result has sum(frames) + 1 frames, the keys at 0, frames[0], ..."""
+        frames = [int(f) for f in frames]
+
+        def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
+            return pose_walk_request(rig, keys, frames, mesh=m, mesh_key=k)
+
+        payload = self._pose("/pose/walk", build, mesh, mesh_key, timeout)
+        return decode_pose(payload, rig.joint_count, sum(frames) + 1, None, "pose walk")
 
     def status(self, job_id: str, wait: float = 0.0, timeout: float = 10.0) -> JobStatus:
         """The job's status; with `wait` > 0 the backend answers once the job finished or after

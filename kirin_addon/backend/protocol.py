@@ -403,3 +403,88 @@ def bind_request(
     if weights is not None:
         body["weights"] = weights
     return body
+
+
+# ----------------------------------------------------------------------------- pose-space requests
+MAX_POSE_SAMPLES = 64  # poses one POST /v1/pose/sample may ask for
+MAX_MESH_KEY = 128  # characters
+# The status of a request whose `mesh_key` the backend does not hold (restarted, or the mesh was
+# evicted): the client sends the same request again with the mesh.
+UNKNOWN_MESH_KEY_STATUS = 409
+
+
+def _pose_rig(rig: Rig, mesh: SkinnedMesh | None, mesh_key: str | None) -> dict[str, Any]:
+    """The rig part of a pose request; the mesh as itself or as the key a previous answer gave."""
+    body: dict[str, Any] = {"rig": rig_to_json(rig)}
+    if mesh is not None:
+        body["mesh"] = mesh_to_json(mesh)
+    if mesh_key is not None:
+        body["mesh_key"] = str(mesh_key)
+    return body
+
+
+def pose_project_request(
+    rig: Rig,
+    pose: Motion,
+    targets: dict[int, np.ndarray | Sequence[float]],
+    pins: Sequence[int] = (),
+    mesh: SkinnedMesh | None = None,
+    mesh_key: str | None = None,
+    strength: float | None = None,
+    relative: bool = True,
+) -> dict[str, Any]:
+    """The JSON body of POST /v1/pose/project: the current pose (a one-frame motion on `rig`), the
+    joints to move with their armature-space targets, the joints to keep where they are, how far
+    the prior may move the edit (`strength` in (0, 1]; None: the backend's default) and whether the
+    prior's correction is taken relative to the current pose (a drag) or as it is (Project Pose)."""
+    joints = [int(j) for j in targets]
+    points = np.zeros((0, 3))
+    if joints:
+        try:
+            points = np.array([np.asarray(p, np.float64).reshape(-1) for p in targets.values()], np.float64)
+        except (TypeError, ValueError):
+            raise ProtocolError("targets: expected one (x, y, z) point per joint.") from None
+    body = {
+        **_pose_rig(rig, mesh, mesh_key),
+        "pose": motion_to_json(pose, "float64"),
+        "targets": {"joints": joints, "points": encode_array(points, "float64")},
+        "pins": [int(j) for j in pins],
+        "relative": bool(relative),
+    }
+    if strength is not None:
+        body["strength"] = float(strength)
+    return body
+
+
+def pose_sample_request(
+    rig: Rig,
+    pose: Motion,
+    count: int,
+    seed: int = 0,
+    mesh: SkinnedMesh | None = None,
+    mesh_key: str | None = None,
+) -> dict[str, Any]:
+    """The JSON body of POST /v1/pose/sample: `count` plausible poses placed and turned like `pose`
+    (a one-frame motion on `rig`)."""
+    return {
+        **_pose_rig(rig, mesh, mesh_key),
+        "pose": motion_to_json(pose, "float64"),
+        "count": int(count),
+        "seed": int(seed),
+    }
+
+
+def pose_walk_request(
+    rig: Rig,
+    keys: Motion,
+    frames: Sequence[int],
+    mesh: SkinnedMesh | None = None,
+    mesh_key: str | None = None,
+) -> dict[str, Any]:
+    """The JSON body of POST /v1/pose/walk: keyposes (a K-frame motion on `rig`) and the frame count
+    from each key to the next (K − 1 numbers); the answer has sum(frames) + 1 frames."""
+    return {
+        **_pose_rig(rig, mesh, mesh_key),
+        "keys": motion_to_json(keys, "float64"),
+        "frames": [int(f) for f in frames],
+    }

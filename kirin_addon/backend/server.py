@@ -9,7 +9,9 @@ token too).
 
 Endpoints (all JSON, under /v1): GET health, GET version, POST jobs/generate, jobs/transfer and
 jobs/bind (202 + job status), GET jobs, GET jobs/{id}, GET jobs/{id}/result (removes it unless
-?keep=true), POST jobs/{id}/cancel, DELETE jobs/{id}, POST shutdown. Errors are
+?keep=true), POST jobs/{id}/cancel, DELETE jobs/{id}, POST shutdown; Pose Space, synchronous (the
+answer is the result, no job): POST pose/project (a dragged pose projected onto plausible poses),
+pose/sample (plausible poses) and pose/walk (in-betweens through the pose space). Errors are
 `{"error": message, "status": code}` with a 4xx for anything a client did wrong.
 """
 
@@ -46,12 +48,15 @@ from ..creature import FAMILIES
 from ..rig import MAX_JOINTS
 from .binding import BindingService
 from .jobs import JobError, JobQueue
+from .pose import PoseService
 from .protocol import (
     API,
     BIND_WEIGHTS,
     MAX_DIMS,
     MAX_FRAMES,
     MAX_GROUPS,
+    MAX_MESH_KEY,
+    MAX_POSE_SAMPLES,
     MAX_PROMPT,
     MAX_TARGETS,
     MAX_VARIANTS,
@@ -190,6 +195,53 @@ class BindIn(_Strict):
         "towards the transferred weights; null: the default (blend)"
     )
     options: TransferOptionsIn | None = None
+
+
+class PoseRigIn(_Strict):
+    rig: RigIn
+    mesh: MeshIn | None = Field(
+        None, description="skinned mesh; once sent, the `mesh_key` of the answer will do"
+    )
+    mesh_key: str | None = Field(
+        None, min_length=1, max_length=MAX_MESH_KEY,
+        description="the mesh_key of a previous pose answer instead of the mesh (unknown: 409, send the mesh)"
+    )
+
+
+class PoseTargetsIn(_Strict):
+    """Joints to move and their targets: points (H,3) in armature space, one per joint."""
+
+    joints: list[int] = Field(max_length=MAX_JOINTS)
+    points: ArrayIn
+
+
+class PoseProjectIn(PoseRigIn):
+    pose: MotionIn = Field(description="the current pose: one frame on the rig")
+    targets: PoseTargetsIn
+    pins: list[int] = Field(
+        default_factory=list, max_length=MAX_JOINTS, description="joints kept where they are"
+    )
+    strength: float | None = Field(
+        None,
+        allow_inf_nan=False,
+        description="how far the prior may move the edit, (0, 1]; default 0.2 relative, 0.4 not",
+    )
+    relative: bool = Field(
+        True, description="the correction relative to the current pose (a drag) or as it is (Project Pose)"
+    )
+
+
+class PoseSampleIn(PoseRigIn):
+    pose: MotionIn = Field(description="one frame on the rig: where the samples stand and face")
+    count: int = Field(1, description=f"poses to sample, 1..{MAX_POSE_SAMPLES}")
+    seed: int = Field(0, description=f"0..{MAX_SEED}")
+
+
+class PoseWalkIn(PoseRigIn):
+    keys: MotionIn = Field(description="keyposes: K frames on the rig")
+    frames: list[int] = Field(
+        max_length=MAX_FRAMES, description="K-1 frame counts, from each key to the next"
+    )
 
 
 class JobOut(BaseModel):
@@ -345,6 +397,7 @@ def create_app(backend: Backend) -> FastAPI:
             "pid": os.getpid(),
             "uptime": time.time() - backend.started,
             "protocol": PROTOCOL_VERSION,
+            "pose": backend.pose.info(),
         }
 
     @app.get(f"{API}/version", responses=_ERRORS)
@@ -368,6 +421,27 @@ def create_app(backend: Backend) -> FastAPI:
         """Queue Auto-Bind: fit a template skeleton to an unrigged mesh and skin it."""
         job = backend.binding.check_bind(body.model_dump(exclude_none=True))
         return queue.submit(backend.binding.bind_work(job), "bind")
+
+    def pose_answer(result: dict[str, Any]) -> Response:
+        # Serialised here rather than by FastAPI: the arrays are already base64 strings.
+        return Response(json.dumps(result), media_type="application/json")
+
+    @app.post(f"{API}/pose/project", responses=_ERRORS)
+    def pose_project(body: PoseProjectIn) -> Response:
+        """Project a dragged pose onto plausible poses: `targets` joints reach their points, `pins`
+        stay; answers the pose (one frame), each handle's error in body sizes (targets, then pins),
+        `reached` and a message when a target is out of plausible reach."""
+        return pose_answer(backend.pose.project(body.model_dump()))
+
+    @app.post(f"{API}/pose/sample", responses=_ERRORS)
+    def pose_sample(body: PoseSampleIn) -> Response:
+        """`count` plausible poses (one frame each), placed and turned like `pose`."""
+        return pose_answer(backend.pose.sample(body.model_dump()))
+
+    @app.post(f"{API}/pose/walk", responses=_ERRORS)
+    def pose_walk(body: PoseWalkIn) -> Response:
+        """In-betweens through the pose space: sum(frames) + 1 frames, the keys included."""
+        return pose_answer(backend.pose.walk(body.model_dump()))
 
     @app.get(f"{API}/jobs", response_model=list[JobOut], responses=_ERRORS)
     def list_jobs() -> list[dict[str, Any]]:
@@ -524,9 +598,14 @@ class Backend:
         max_jobs: int = 256,
         parent_pid: int | None = None,
         log_level: str = "warning",
+        pose: PoseService | None = None,
     ):
         self.service = service
         self.binding = BindingService()
+        # Pose Space embeds joint names with the motion model's text encoder (none while it loads).
+        self.pose = pose or PoseService()
+        if self.pose.encoder is None:
+            self.pose.encoder = self._text_encoder
         self.token = token or secrets.token_urlsafe(32)
         self.queue = JobQueue(max_jobs, setup=service.load)
         self.started = time.time()
@@ -550,6 +629,10 @@ class Backend:
         )
         self.server = _Server(config, self._started)
         self._thread: threading.Thread | None = None
+
+    def _text_encoder(self) -> Any:
+        model = self.service.model
+        return None if model is None else getattr(model, "text_encoder", None)
 
     def _started(self) -> None:
         if self.url_file is not None:  # written last: its presence means "listening"
@@ -629,8 +712,10 @@ def serve(args: argparse.Namespace) -> int:
     service = GenerationService(args.model, device=args.device, bank=args.bank, threads=args.threads)
     if not (service.model_dir / "model.json").is_file():  # fail now rather than on the first job
         raise ValueError(f"No motion model at {service.model_dir} (model.json missing)")
+    pose = PoseService(args.pose_model)  # missing: Pose Space answers 503, the rest works
     backend = Backend(
         service,
+        pose=pose,
         host=args.host,
         port=args.port,
         token_file=args.token_file,
