@@ -141,3 +141,33 @@ def test_plausibility_measures(quadruped):
     assert frechet_distance(normalised_positions(skeleton, data), normalised_positions(skeleton, data)) < 1e-6
     assert nearest_pose_distance(skeleton, data[:5], data) == pytest.approx(np.zeros(5), abs=1e-9)
     assert (nearest_pose_distance(skeleton, wide[:20], data) > 0).all()
+
+
+def test_clamp_brings_poses_inside_their_limits(quadruped):
+    rig, skeleton = quadruped
+    rng = np.random.default_rng(9)
+    limits = JointLimits.default(skeleton)
+    wild = random_valid_poses(skeleton, JointLimits(limits.swing * 2.0, limits.twist * 2.0), 40, rng)
+    assert limits.violations(skeleton, wild).any()
+    clamped = limits.clamp(skeleton, wild)
+    assert not limits.violations(skeleton, clamped, tolerance=1e-6).any()
+    inside = random_valid_poses(skeleton, limits, 10, rng)
+    assert np.allclose(limits.clamp(skeleton, inside), inside, atol=1e-9)
+    # Clamping keeps the direction a bone swung in.
+    swing, _ = pose_angles(skeleton, clamped)
+    assert swing.max() == pytest.approx(limits.swing.max(), abs=1e-6)
+
+
+def test_stiff_joints_turn_less(quadruped):
+    rig, skeleton = quadruped
+    deltas = np.broadcast_to(np.eye(3), (rig.joint_count, 3, 3)).copy()
+    foot = int(rig.foot_candidates()[0])
+    target = skeleton.positions(deltas)[foot] + np.array([0.0, -0.2, 0.15])
+    chain = np.flatnonzero(skeleton.ancestors[foot])
+    stiffness = np.ones(rig.joint_count)
+    stiffness[chain[:2]] = 1000.0  # the body end of the chain (root, spine) barely gives
+    soft = solve_handles(skeleton, deltas, [Handle(foot, target)])
+    stiff = solve_handles(skeleton, deltas, [Handle(foot, target)], stiffness=stiffness)
+    angle = lambda d: pose_angles(skeleton, d)[0]  # noqa: E731
+    assert angle(stiff)[chain[:2]].sum() < 0.2 * angle(soft)[chain[:2]].sum()
+    assert np.linalg.norm(skeleton.positions(stiff)[foot] - target) < 1e-3

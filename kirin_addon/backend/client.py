@@ -518,13 +518,15 @@ class BackendClient:
         mesh: SkinnedMesh | None = None,
         mesh_key: str | None = None,
         timeout: float = 60.0,
+        method: str = "guided",
     ) -> PoseResult:
         """In-betweens through the pose space: `keys` (K frames) with frames[i] frames from key i to
-        key i+1; the result has sum(frames) + 1 frames, the keys at 0, frames[0], ..."""
+        key i+1; the result has sum(frames) + 1 frames, the keys at 0, frames[0], ... `method`:
+        "guided" or "latent" (ViPS' walk through DDIM-inverted keys)."""
         frames = [int(f) for f in frames]
 
         def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
-            return pose_walk_request(rig, keys, frames, mesh=m, mesh_key=k)
+            return pose_walk_request(rig, keys, frames, mesh=m, mesh_key=k, method=method)
 
         payload = self._pose("/pose/walk", build, mesh, mesh_key, timeout)
         return decode_pose(payload, rig.joint_count, sum(frames) + 1, None, "pose walk")

@@ -265,7 +265,10 @@ class PoseService:
             raise ProtocolError(f"frames: the walk would be {total} frames long; at most {MAX_FRAMES}.")
         posed = self.prepared(rig, mesh, key)
         poses = [pose_from_motion(posed, keys, k) for k in range(keys.frame_count)]
-        walked = self.prior().walk(posed, poses, frames)
+        method = body.get("method", "guided")
+        if method not in ("guided", "latent"):
+            raise ProtocolError(f"method: 'guided' or 'latent', got {method!r}.")
+        walked = self.prior().walk(posed, poses, frames, method=method)
         return self._answer(pose_to_motion(posed, walked, keys.fps), started, key)
 
     def _answer(

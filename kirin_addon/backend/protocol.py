@@ -480,11 +480,14 @@ def pose_walk_request(
     frames: Sequence[int],
     mesh: SkinnedMesh | None = None,
     mesh_key: str | None = None,
+    method: str = "guided",
 ) -> dict[str, Any]:
-    """The JSON body of POST /v1/pose/walk: keyposes (a K-frame motion on `rig`) and the frame count
-    from each key to the next (K − 1 numbers); the answer has sum(frames) + 1 frames."""
+    """The JSON body of POST /v1/pose/walk: keyposes (a K-frame motion on `rig`), the frame count
+    from each key to the next (K − 1 numbers) and the walk's `method` ("guided" or "latent", see
+    models/pose_sampler.py); the answer has sum(frames) + 1 frames."""
     return {
         **_pose_rig(rig, mesh, mesh_key),
         "keys": motion_to_json(keys, "float64"),
         "frames": [int(f) for f in frames],
+        "method": method,
     }

@@ -242,6 +242,9 @@ class PoseWalkIn(PoseRigIn):
     frames: list[int] = Field(
         max_length=MAX_FRAMES, description="K-1 frame counts, from each key to the next"
     )
+    method: Literal["guided", "latent"] = Field(
+        "guided", description="guided (slerp + the prior's correction) or latent (DDIM-inverted keys slerped)"
+    )
 
 
 class JobOut(BaseModel):

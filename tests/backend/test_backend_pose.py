@@ -120,6 +120,25 @@ def test_walk_passes_through_the_keys(pose_client, creature, frame):
     for key, at in enumerate((0, 4, 7)):
         assert rotation_angles(motion.rotations[at], keys.rotations[key]).max() < 1.0
     assert bone_length_error(rig, motion).max_error < 1e-5
+    latent = pose_client.walk_poses(rig, keys, [4, 3], method="latent").motion
+    assert latent.frame_count == 8
+    for key, at in enumerate((0, 4, 7)):
+        assert rotation_angles(latent.rotations[at], keys.rotations[key]).max() < 1.0
+
+
+def test_project_pose_not_relative_reposes_more(pose_client, creature):
+    """Project Pose (relative False) is the prior's own answer; a drag's edit is relative to the
+    pose: with the same handles, the relative one changes the rest of the body less."""
+    rig = creature.rig
+    rest = Motion.rest(rig)
+    feet = rig.foot_candidates()
+    heads = joint_positions(rig, rest)[0]
+    targets = {int(feet[0]): heads[int(feet[0])] + np.array([0.0, -0.05, 0.05]) * rig.body_size}
+    relative = pose_client.project_pose(rig, rest, targets).motion
+    absolute = pose_client.project_pose(rig, rest, targets, relative=False).motion
+    moved_relative = rotation_angles(relative.rotations[0], rest.rotations[0]).mean()
+    moved_absolute = rotation_angles(absolute.rotations[0], rest.rotations[0]).mean()
+    assert moved_relative < moved_absolute
 
 
 # ----------------------------------------------------------------------------- mesh_key

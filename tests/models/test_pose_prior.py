@@ -244,3 +244,55 @@ def test_walk_passes_through_the_keys(prior, creature):
     assert max(steps) < 0.2  # no jumps between in-betweens
     with pytest.raises(PoseSpaceError, match="two or more"):
         prior.walk(posed, [pose], [])
+
+
+@shipped
+def test_the_prior_learns_each_rigs_stiffness_and_keeps_the_rest_of_a_drag(prior, creature):
+    rig, posed, pose = creature
+    prior.learn_rig(posed)
+    assert posed.stiffness.shape == (rig.joint_count,) and (posed.stiffness > 0).all()
+    assert posed.limits.swing.shape == (rig.joint_count,)
+    # The samples bend legs more than the trunk: the root (and its stiffness factor) resists most.
+    assert posed.stiffness[rig.main_root] > np.median(posed.stiffness)
+    feet = rig.foot_candidates()
+    foot = int(feet[0])
+    positions = posed.skeleton.positions(pose.deltas) + pose.root
+    target = positions[foot] + np.array([0.0, -0.08, 0.06])
+    relative = prior.project(posed, pose, {foot: target})
+    absolute = prior.project(posed, pose, {foot: target}, relative=False)
+    chain = posed.skeleton.ancestors[foot] | (np.arange(rig.joint_count) == foot)
+    away = ~chain
+    local = posed.skeleton.local_rotations
+
+    def change(result):
+        cosine = (
+            np.trace(np.swapaxes(local(result.pose.deltas), -1, -2) @ local(pose.deltas), axis1=-2, axis2=-1)
+            - 1
+        ) / 2
+        return np.degrees(np.arccos(np.clip(cosine, -1, 1)))[away]
+
+    # A drag leaves what it need not touch nearly as it was; Project Pose may re-pose it all.
+    assert change(relative).mean() < change(absolute).mean()
+    assert np.median(change(relative)) < 2.0
+
+
+@shipped
+def test_latent_walk_also_passes_through_the_keys(prior, creature):
+    rig, posed, pose = creature
+    other = prior.project(
+        posed,
+        pose,
+        {
+            int(rig.foot_candidates()[0]): posed.skeleton.positions(pose.deltas)[
+                int(rig.foot_candidates()[0])
+            ]
+            + pose.root
+            + np.array([0.0, -0.1, 0.1])
+        },
+    ).pose
+    frames = prior.walk(posed, [pose, other], [5], method="latent")
+    assert len(frames) == 6
+    assert np.abs(frames[0].deltas - pose.deltas).max() < 1e-3
+    assert np.abs(frames[-1].deltas - other.deltas).max() < 1e-3
+    with pytest.raises(PoseSpaceError, match="Unknown walk method"):
+        prior.walk(posed, [pose, other], [5], method="linear")
