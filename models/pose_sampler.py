@@ -50,7 +50,8 @@ PIN_WEIGHT = 4.0  # pinned joints weigh this much more than dragged ones
 ROOT_STIFFNESS = 4.0  # the root turns the whole body: it gives way last
 GUIDE_ITERATIONS = 2  # IK iterations after each x0 prediction
 FINAL_ITERATIONS = 4
-RIG_SAMPLES = 128  # prior samples a rig's joint stiffness and limits are measured on
+RIG_SAMPLES = 64  # prior samples a rig's joint stiffness and limits are measured on
+RIG_SAMPLE_STEPS = 6
 RIG_SEED = 1234
 LIMIT_MARGIN = np.radians(10.0)  # beyond the widest angle the samples use
 EDIT_ITERATIONS = 8
@@ -78,6 +79,7 @@ class PosedRig:
     inputs: dict[str, torch.Tensor]
     stiffness: np.ndarray | None = None  # (J,) from the prior's own samples (`PosePrior.learn_rig`)
     limits: JointLimits | None = None  # the joint limits the prior's samples keep to
+    mobility: np.ndarray | None = None  # (J,) in [0,1): how freely each joint turns in the samples
 
     @property
     def joint_count(self) -> int:
@@ -285,7 +287,13 @@ class PosePrior:
         denoised = self._denoise(posed, torch.stack(rows), strength, steps, seed, guide)
         # Relative: what the prior does to the edit, less what it does to the pose the edit started
         # from (the animator's own pose, plausible by their word): its reconstruction bias cancels.
-        x = denoised[0] - denoised[1] + start if relative else denoised[0]
+        if relative:
+            # Trusted where the prior itself moves the joint: on a joint it never turns (a pole
+            # target, a rigid trunk), a correction is the network's noise, not knowledge.
+            trust = torch.from_numpy(posed.mobility.astype(np.float32))[:, None]
+            x = self.encode(edit) + trust * (denoised[0] - denoised[1] + start - self.encode(edit))
+        else:
+            x = denoised[0]
         result = reach(self.decode(x), FINAL_ITERATIONS, FINAL_STEP)
         reached_at = skeleton.positions(result)[[h.joint for h in handles]]
         error = np.linalg.norm(reached_at - np.array([h.target for h in handles]), axis=-1)
@@ -314,8 +322,8 @@ class PosePrior:
           than an even spread over every ancestor;
         - joint limits: the widest swing and twist the samples use (plus a margin), which guided
           poses are kept inside."""
-        if posed.stiffness is None or posed.limits is None:
-            samples = self.sample(posed, RIG_SAMPLES, seed=RIG_SEED)
+        if posed.stiffness is None or posed.limits is None or posed.mobility is None:
+            samples = self.sample(posed, RIG_SAMPLES, steps=RIG_SAMPLE_STEPS, seed=RIG_SEED)
             local = posed.skeleton.local_rotations(samples)
             mean = orthonormalize(local.mean(axis=0))
             cosine = (np.trace(np.swapaxes(mean, -1, -2)[None] @ local, axis1=-2, axis2=-1) - 1.0) / 2.0
@@ -324,6 +332,7 @@ class PosePrior:
             stiffness /= np.median(stiffness)
             stiffness[posed.skeleton.parents < 0] *= ROOT_STIFFNESS
             posed.stiffness = stiffness
+            posed.mobility = spread**2 / (spread**2 + MIN_SPREAD**2)
             posed.limits = JointLimits.from_poses(posed.skeleton, samples, margin=LIMIT_MARGIN)
         return posed
 
