@@ -49,6 +49,17 @@ def _cmd_bind(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_extract(args: argparse.Namespace) -> int:
+    module = importlib.import_module(f"{_PACKAGE}.operators.headless_video")
+    summary = module.run_extract(
+        args.rig, args.video, args.out, keypoints=args.keypoints, silhouettes=args.silhouettes,
+        start=args.start, stop=args.stop, stride=args.stride, epochs=args.epochs, fps=args.fps,
+        report=args.json, backend_python=args.backend_python, device=args.device, threads=args.threads,
+        creature=args.creature, creature_seed=args.creature_seed, idm=args.idm)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from .canonical import detect_canonical_frame
     from .io_files import file_world_matrix, load_motion_file
@@ -186,6 +197,28 @@ def build_parser() -> argparse.ArgumentParser:
     bind.add_argument("--threads", type=int, default=0, help="backend CPU threads (0: its default)")
     bind.add_argument("--creature-seed", type=int, default=0, help="which built-in creature (no --mesh)")
     bind.set_defaults(func=_cmd_bind)
+    ext = sub.add_parser("extract", help="Extract Motion From Video headless: a driving video → a new Action "
+                                         "on a character, in a .blend")
+    ext.add_argument("--rig", help="character file: .glb/.gltf/.fbx/.bvh/.blend (default: a built-in "
+                                   "procedural creature, see --creature)")
+    ext.add_argument("--video", required=True, help="the driving video (any container/codec FFmpeg reads)")
+    ext.add_argument("--keypoints", help="2D keypoints file (JSON/CSV: frame, joint, x, y, confidence)")
+    ext.add_argument("--silhouettes", default="background",
+                     help="background (subtraction, a static camera), none, or a folder of mask PNGs")
+    ext.add_argument("--start", type=int, default=0, help="first video frame (0-based)")
+    ext.add_argument("--stop", type=int, help="video frame to stop before (default: the end)")
+    ext.add_argument("--stride", type=int, default=1, help="use every n-th frame")
+    ext.add_argument("--epochs", type=int, help="fit epochs (default: the panel's, 20)")
+    ext.add_argument("--idm", action="store_true", help="start from the rig's inverse-dynamics model")
+    ext.add_argument("--fps", type=int, default=30, help="scene frame rate; the motion is resampled to it")
+    ext.add_argument("--out", required=True, help="the .blend to write")
+    ext.add_argument("--json", help="write a JSON report (frames, evidence, reprojection error, timings)")
+    ext.add_argument("--backend-python", help="Python of the backend environment (default: the .venv)")
+    ext.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="backend device")
+    ext.add_argument("--threads", type=int, default=0, help="backend CPU threads (0: its default)")
+    ext.add_argument("--creature", choices=FAMILIES, default="quadruped", help="built-in creature (no --rig)")
+    ext.add_argument("--creature-seed", type=int, default=0, help="which built-in creature (no --rig)")
+    ext.set_defaults(func=_cmd_extract)
     info = sub.add_parser("info", help="describe a motion file: joints, frames, detected axes")
     info.add_argument("file")
     info.add_argument("--clip")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import bpy
 
-from . import binding, generate, motion_file, nla, pending, pose_space, properties
+from . import binding, generate, motion_file, nla, pose_space, properties, video
 
 CLASSES = (*motion_file.CLASSES, *nla.CLASSES, *generate.CLASSES, *binding.CLASSES, *pose_space.CLASSES,
-           *pending.CLASSES)
+           *video.CLASSES)
 
 
 def register() -> None:

@@ -43,6 +43,20 @@ class KirinJointMapItem(bpy.types.PropertyGroup):
                            "empty keeps the bone at rest")
 
 
+class KirinTrackBone(bpy.types.PropertyGroup):
+    """One Movie Clip track (name) and the bone it follows in Extract Motion From Video."""
+
+    bone: StringProperty(name="Bone", description="The bone whose head this track follows; empty: unused")
+
+
+SILHOUETTE_ITEMS = [
+    ("BACKGROUND", "Background", "Subtract the static background: the moving creature is the silhouette "
+     "(a fixed camera)"),
+    ("MASKS", "Mask folder", "A folder of mask images, one per video frame (white: the creature)"),
+    ("NONE", "None", "Fit to keypoints and tracks only"),
+]
+
+
 class KirinArmatureSettings(bpy.types.PropertyGroup):
     joint_map: CollectionProperty(type=KirinJointMapItem)
     joint_map_index: IntProperty()
@@ -58,7 +72,27 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
     prompt: StringProperty(name="Prompt", description="What the creature should do",
                            default="a wolf trotting forward, then sitting down")
     reference_image: StringProperty(name="Reference image", subtype="FILE_PATH")
-    driving_video: StringProperty(name="Driving video", subtype="FILE_PATH")
+    driving_video: StringProperty(name="Driving video", subtype="FILE_PATH",
+                                  description="Video of a creature moving (empty: the Movie Clip's file)")
+    video_first: IntProperty(name="First", default=1, min=1,
+                             description="First video frame used (1: the first)")
+    video_last: IntProperty(name="Last", default=0, min=0,
+                            description="Last video frame used (0: to the end)")
+    video_stride: IntProperty(name="Stride", default=1, min=1, max=1000, description="Use every n-th frame")
+    video_keypoints: StringProperty(name="Keypoints", subtype="FILE_PATH",
+                                    description="Optional JSON/CSV file of 2D keypoints (frame, joint, x, y, "
+                                    "confidence) from any detector; joints named like the bones")
+    video_silhouettes: EnumProperty(name="Silhouettes", items=SILHOUETTE_ITEMS, default="BACKGROUND")
+    video_masks: StringProperty(name="Masks", subtype="DIR_PATH", description="Folder of mask images")
+    video_clip: PointerProperty(name="Movie Clip", type=bpy.types.MovieClip,
+                                description="A Movie Clip of the video whose tracks follow bones")
+    video_tracks: CollectionProperty(type=KirinTrackBone)
+    video_tracks_index: IntProperty()
+    video_epochs: IntProperty(name="Epochs", default=20, min=1, max=1000,
+                              description="Passes of the sequence fit (more: slower, closer)")
+    video_idm: BoolProperty(name="Inverse-dynamics start", default=False,
+                            description="Start the fit from the rig's inverse-dynamics model, when the "
+                            "backend has one")
     frames: IntProperty(name="Frames", default=120, min=8, max=2000)
     fps: IntProperty(name="FPS", default=30, min=1, max=240)
     seed: IntProperty(name="Seed", default=0, min=0)
@@ -101,7 +135,7 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
     pose_seed: IntProperty(name="Seed", default=0, min=0, description="Which pose Sample Pose draws")
 
 
-CLASSES = (KirinJointMapItem, KirinArmatureSettings, KirinSceneSettings)
+CLASSES = (KirinJointMapItem, KirinTrackBone, KirinArmatureSettings, KirinSceneSettings)
 
 
 def register() -> None:

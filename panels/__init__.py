@@ -52,6 +52,20 @@ class KIRIN_UL_joint_map(bpy.types.UIList):
         row.prop(item, "source", text="", emboss=True)
 
 
+class KIRIN_UL_video_tracks(bpy.types.UIList):
+    """Movie Clip tracks and the bone each follows (searched among the active armature's bones)."""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        row = layout.row(align=True)
+        row.label(text=item.name, icon="TRACKER")
+        obj = context.active_object
+        arm = obj.find_armature() if obj is not None and obj.type == "MESH" else obj
+        if arm is not None and arm.type == "ARMATURE":
+            row.prop_search(item, "bone", arm.data, "bones", text="")
+        else:
+            row.prop(item, "bone", text="")
+
+
 class _KirinPanel:
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
@@ -92,8 +106,35 @@ class KIRIN_PT_generate(_KirinPanel, bpy.types.Panel):
         row.prop(settings, "loop", toggle=True)
         row.prop(settings, "inbetween", toggle=True)
         layout.operator("kirin.generate_motion", icon="PLAY")
-        layout.separator()
-        layout.prop(settings, "driving_video")
+
+
+class KIRIN_PT_video(_KirinPanel, bpy.types.Panel):
+    bl_label = "Motion From Video"
+    bl_parent_id = "KIRIN_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        settings = context.scene.kirin
+        layout = self.layout
+        layout.prop(settings, "driving_video", text="")
+        row = layout.row(align=True)
+        row.prop(settings, "video_first")
+        row.prop(settings, "video_last")
+        row.prop(settings, "video_stride")
+        col = layout.column(heading="Evidence")
+        col.prop(settings, "video_keypoints")
+        col.prop(settings, "video_silhouettes")
+        if settings.video_silhouettes == "MASKS":
+            col.prop(settings, "video_masks")
+        row = layout.row(align=True)
+        row.prop(settings, "video_clip", text="")
+        row.operator("kirin.list_video_tracks", text="", icon="FILE_REFRESH")
+        if settings.video_clip is not None and len(settings.video_tracks):
+            layout.template_list("KIRIN_UL_video_tracks", "", settings, "video_tracks", settings,
+                                 "video_tracks_index", rows=3)
+        row = layout.row(align=True)
+        row.prop(settings, "video_epochs")
+        row.prop(settings, "video_idm", toggle=True, text="IDM start")
         layout.operator("kirin.motion_from_video", icon="FILE_MOVIE")
 
 
@@ -196,8 +237,8 @@ class KIRIN_PT_nla(_KirinPanel, bpy.types.Panel):
             row.operator("kirin.solo_take", text="", icon="SOLO_ON").track_name = track.name
 
 
-CLASSES = (KirinPreferences, KIRIN_UL_joint_map, KIRIN_PT_main, KIRIN_PT_generate, KIRIN_PT_motion_file,
-           KIRIN_PT_pose_space, KIRIN_PT_binding, KIRIN_PT_nla)
+CLASSES = (KirinPreferences, KIRIN_UL_joint_map, KIRIN_UL_video_tracks, KIRIN_PT_main, KIRIN_PT_generate,
+           KIRIN_PT_video, KIRIN_PT_motion_file, KIRIN_PT_pose_space, KIRIN_PT_binding, KIRIN_PT_nla)
 
 
 def register() -> None:

@@ -46,6 +46,7 @@ from .protocol import (
     ProtocolError,
     bind_request,
     decode_array,
+    extract_request,
     generate_request,
     motion_from_json,
     pose_project_request,
@@ -268,6 +269,38 @@ def decode_pose(payload: Any, joints: int, frames: int, handles: int | None, wha
         raise BackendError(f"The backend sent a {what} result Kirin cannot read: {exc}") from None
 
 
+@dataclass
+class ExtractResult:
+    """A motion extracted from a driving video."""
+
+    motion: Motion  # on the request's rig, armature space, at the requested fps (the scene's)
+    report: dict[str, Any]  # frames, frame rates, evidence used, reprojection error, timings, the fit's own
+    reprojection_px: np.ndarray | None = None  # (T,) per clip frame (before resampling)
+    camera: Any = None  # the fitted camera as the backend describes it
+    seconds: float = 0.0
+
+
+def decode_extract(payload: dict[str, Any], joints: int, fps: float | None) -> ExtractResult:
+    """An extraction result, checked against the rig sent (joints) and the frame rate asked for."""
+    try:
+        frames = payload["frames"]
+        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
+            raise ProtocolError(f"frames: expected a positive whole number, got {frames!r}")
+        motion = motion_from_json(payload["motion"], joints, frames, what="motion")
+        if fps is not None and abs(motion.fps - float(fps)) > 1e-6:
+            raise ProtocolError(f"motion.fps: asked for {fps}, got {motion.fps}")
+        report = payload.get("report") or {}
+        if not isinstance(report, dict):
+            raise ProtocolError("report: expected an object")
+        error = None
+        if payload.get("reprojection_px") is not None:
+            error = decode_array(payload["reprojection_px"], "reprojection_px", (None,), finite=False)
+        seconds = float(payload.get("seconds") or 0.0)
+        return ExtractResult(motion, report, error, payload.get("camera"), seconds)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BackendError(f"The backend sent a video extraction result Kirin cannot read: {exc}") from None
+
+
 class BackendClient:
     """HTTP client of one backend (`url`, `token`). `process` is set when this add-on started it,
     so that a dead process is told apart from an unreachable address."""
@@ -445,6 +478,41 @@ class BackendClient:
         status = self.request("POST", "/jobs/bind", body)
         return BackendJob(self, str(status["id"]), lambda payload: decode_bind(payload, count),
                           JobStatus.from_json(status), "Auto-Bind")
+
+    def extract_motion(
+        self,
+        rig: Rig,
+        video: str | os.PathLike,
+        *,
+        mesh: SkinnedMesh | None = None,
+        start: int = 0,
+        stop: int | None = None,
+        stride: int = 1,
+        keypoints: str | os.PathLike | None = None,
+        tracks: dict[str, np.ndarray] | None = None,
+        silhouettes: str = "background",
+        fps: float | None = None,
+        epochs: int | None = None,
+        idm: bool = False,
+    ) -> BackendJob:
+        """Queue Extract Motion From Video on `rig` (armature space); the job's result is an
+        ExtractResult at `fps` (None: the video's). The backend reads the video, keypoints file and mask
+        folder itself: on this machine they go as absolute paths, to a backend elsewhere as given (a
+        path that machine can read). `tracks`: bone → (N,2) pixels per video frame from 0, NaN untracked."""
+
+        def where(path: str | os.PathLike) -> str:
+            return str(Path(path).expanduser().resolve()) if self.is_local else str(path)
+
+        masks = silhouettes if silhouettes in ("background", "none") else where(silhouettes)
+        body = extract_request(
+            rig, where(video), mesh=mesh, start=start, stop=stop, stride=stride,
+            keypoints_path=None if keypoints is None else where(keypoints), tracks=tracks,
+            silhouettes=masks, fps=fps, epochs=epochs, idm=idm,
+        )
+        status = self.request("POST", "/jobs/extract", body)
+        joints = rig.joint_count
+        return BackendJob(self, str(status["id"]), lambda payload: decode_extract(payload, joints, fps),
+                          JobStatus.from_json(status), "Extract Motion From Video")
 
     # ------------------------------------------------------------------ Pose Space (synchronous)
     def _pose(

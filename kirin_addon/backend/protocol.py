@@ -491,3 +491,67 @@ def pose_walk_request(
         "frames": [int(f) for f in frames],
         "method": method,
     }
+
+
+# ----------------------------------------------------------------------------- video extraction requests
+# Driving video → motion (POST /v1/jobs/extract). The backend reads the video itself, from a path on its
+# own machine: a backend elsewhere needs a path both machines see (a shared folder).
+SILHOUETTE_SOURCES = ("background", "none")  # or the path of a folder of mask images
+MAX_EPOCHS = 1000
+MAX_TRACKS = 512  # Movie Clip tracks one request may carry
+MAX_TRACK_FRAMES = 1_000_000  # video frames a track may cover
+MAX_VIDEO_FRAMES = 20_000  # frames one extraction may fit (after start/stop/stride)
+
+
+def extract_request(
+    rig: Rig,
+    video_path: str,
+    *,
+    mesh: SkinnedMesh | None = None,
+    start: int = 0,
+    stop: int | None = None,
+    stride: int = 1,
+    keypoints_path: str | None = None,
+    tracks: dict[str, np.ndarray] | None = None,
+    silhouettes: str = "background",
+    fps: float | None = None,
+    epochs: int | None = None,
+    idm: bool = False,
+) -> dict[str, Any]:
+    """The JSON body of POST /v1/jobs/extract: fit a motion of `rig` (armature space) to the video at
+    `video_path` (read by the backend) over video frames start, start+stride, ... < stop (0-based; stop
+    None: to the end). Evidence: `keypoints_path` (a JSON/CSV file of frame, joint, x, y, confidence, on
+    the backend's machine), `tracks` (bone name → (N,2) pixel positions, x right and y down from the
+    top-left corner, one row per video frame from frame 0, NaN where the bone is not tracked),
+    `silhouettes` ("background": background subtraction, "none", or a folder of mask images). The motion
+    comes back at `fps` (the scene's; None: the video's); `epochs` None: the fitter's default; `idm`
+    initialises the fit with the rig's inverse-dynamics model when the backend has one."""
+    body: dict[str, Any] = {
+        "rig": rig_to_json(rig),
+        "video_path": str(video_path),
+        "start": int(start),
+        "stride": int(stride),
+        "silhouettes": str(silhouettes),
+        "idm": bool(idm),
+    }
+    if stop is not None:
+        body["stop"] = int(stop)
+    if mesh is not None:
+        body["mesh"] = mesh_to_json(mesh)
+    if keypoints_path is not None:
+        body["keypoints_path"] = str(keypoints_path)
+    if tracks:
+        out = {}
+        for name, points in tracks.items():
+            values = np.asarray(points, dtype=np.float64)
+            if values.ndim != 2 or values.shape[1] != 2:
+                raise ProtocolError(
+                    f"tracks[{name}]: expected (frames, 2) pixel positions, got {values.shape}."
+                )
+            out[str(name)] = encode_array(values, "float32")
+        body["tracks"] = out
+    if fps is not None:
+        body["fps"] = float(fps)
+    if epochs is not None:
+        body["epochs"] = int(epochs)
+    return body

@@ -7,8 +7,9 @@ once and kept warm (jobs.py); the HTTP side only checks requests and hands out s
 so health and progress answer while a job samples. The OpenAPI schema is at /openapi.json (with the
 token too).
 
-Endpoints (all JSON, under /v1): GET health, GET version, POST jobs/generate, jobs/transfer and
-jobs/bind (202 + job status), GET jobs, GET jobs/{id}, GET jobs/{id}/result (removes it unless
+Endpoints (all JSON, under /v1): GET health, GET version, POST jobs/generate, jobs/transfer,
+jobs/bind and jobs/extract (a driving video → motion on the rig; the video is read from a path on the
+backend's machine) (202 + job status), GET jobs, GET jobs/{id}, GET jobs/{id}/result (removes it unless
 ?keep=true), POST jobs/{id}/cancel, DELETE jobs/{id}, POST shutdown; Pose Space, synchronous (the
 answer is the result, no job): POST pose/project (a dragged pose projected onto plausible poses),
 pose/sample (plausible poses) and pose/walk (in-betweens through the pose space). Errors are
@@ -47,18 +48,21 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..creature import FAMILIES
 from ..rig import MAX_JOINTS
 from .binding import BindingService
+from .extract import ExtractService
 from .jobs import JobError, JobQueue
 from .pose import PoseService
 from .protocol import (
     API,
     BIND_WEIGHTS,
     MAX_DIMS,
+    MAX_EPOCHS,
     MAX_FRAMES,
     MAX_GROUPS,
     MAX_MESH_KEY,
     MAX_POSE_SAMPLES,
     MAX_PROMPT,
     MAX_TARGETS,
+    MAX_TRACKS,
     MAX_VARIANTS,
     PROTOCOL_VERSION,
 )
@@ -195,6 +199,39 @@ class BindIn(_Strict):
         "towards the transferred weights; null: the default (blend)"
     )
     options: TransferOptionsIn | None = None
+
+
+class ExtractIn(_Strict):
+    """Driving video → motion on the rig (armature space). Frames start, start+stride, ... < stop of
+    the video (0-based); the result comes back at `fps`."""
+
+    rig: RigIn
+    mesh: MeshIn | None = Field(
+        None, description="the rig's skinned mesh (its silhouette); null: a capsule proxy"
+    )
+    video_path: str = Field(
+        min_length=1, max_length=4096,
+        description="the video file on the backend's machine (a backend elsewhere: a shared path)",
+    )
+    start: int = Field(0, ge=0, description="first video frame (0-based)")
+    stop: int | None = Field(None, ge=1, description="video frame to stop before; null: the end")
+    stride: int = Field(1, ge=1, le=10**6, description="take every stride-th frame")
+    keypoints_path: str | None = Field(
+        None, min_length=1, max_length=4096,
+        description="JSON/CSV keypoints file (frame, joint, x, y, confidence) on the backend's machine",
+    )
+    tracks: dict[Annotated[str, Field(min_length=1, max_length=256)], ArrayIn] | None = Field(
+        None, max_length=MAX_TRACKS,
+        description="bone name → (N,2) pixels (x right, y down) per video frame from 0; NaN: not tracked",
+    )
+    silhouettes: str = Field(
+        "background", min_length=1, max_length=4096,
+        description="'background' (background subtraction, a static camera), 'none', or a folder of masks",
+    )
+    fps: float | None = Field(None, gt=0, le=1000, allow_inf_nan=False,
+                              description="the scene's frame rate; null: the clip's")
+    epochs: int | None = Field(None, ge=1, le=MAX_EPOCHS, description="fit epochs; null: the default")
+    idm: bool = Field(False, description="initialise with the rig's inverse-dynamics model (when available)")
 
 
 class PoseRigIn(_Strict):
@@ -425,6 +462,13 @@ def create_app(backend: Backend) -> FastAPI:
         job = backend.binding.check_bind(body.model_dump(exclude_none=True))
         return queue.submit(backend.binding.bind_work(job), "bind")
 
+    @app.post(f"{API}/jobs/extract", status_code=202, response_model=JobOut, responses=_ERRORS)
+    def submit_extract(body: ExtractIn) -> dict[str, Any]:
+        """Queue Extract Motion From Video: fit the rig's motion to a video (keypoints, Movie Clip
+        tracks, silhouettes); the result is the motion at `fps` and a report."""
+        job = backend.extract.check(body.model_dump(exclude_none=True))
+        return queue.submit(backend.extract.work(job), "extract")
+
     def pose_answer(result: dict[str, Any]) -> Response:
         # Serialised here rather than by FastAPI: the arrays are already base64 strings.
         return Response(json.dumps(result), media_type="application/json")
@@ -605,6 +649,7 @@ class Backend:
     ):
         self.service = service
         self.binding = BindingService()
+        self.extract = ExtractService()
         # Pose Space embeds joint names with the motion model's text encoder (none while it loads).
         self.pose = pose or PoseService()
         if self.pose.encoder is None:

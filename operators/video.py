@@ -1,0 +1,329 @@
+"""Extract Motion From Video: a driving video (+ keypoints, Movie Clip tracks, silhouettes) → the
+backend's sequence fit → a new Action on the selected armature.
+
+The synchronous and modal paths (Esc cancels, status-bar progress) are `backend_ops.BackendOperator`'s;
+nothing in the scene changes until the result is written, all in one step, so a cancelled or failed
+job leaves the scene as it was and one Undo removes a finished one. The backend reads the video (and
+the keypoints file and mask folder) from their paths; Movie Clip tracks are read here (scene_io) and
+sent as pixel positions per video frame. As for Generate Motion, the rig (and its skinned mesh) go out
+in the canonical frame (+Z up, −Y forward, unit size) and the motion is brought back to armature space
+before `scene_io.write_action` keys it; the backend resamples it to the scene's frame rate.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+
+from ..kirin_addon.backend.client import BackendClient, BackendError, ExtractResult
+from ..kirin_addon.backend.protocol import MAX_EPOCHS
+from ..kirin_addon.rig import Rig
+from ..kirin_addon.skinning import SkinnedMesh
+from . import scene_io
+from .backend_ops import BackendOperator, BackendTask, connect
+from .generate import NAME_LIMIT, _to_frame
+from .motion_file import NeedsArmature, target_frame
+from .properties import SILHOUETTE_ITEMS
+
+# What the last finished extraction made (the `kirin extract` report reads it).
+last_extract: dict = {}
+
+
+# ----------------------------------------------------------------------------- the request
+@dataclass
+class VideoInput:
+    """A checked Extract Motion From Video request, read from the scene."""
+
+    armature: str  # object name
+    rig: Rig  # armature space
+    canonical_rig: Rig  # what the backend gets
+    to_canonical: np.ndarray  # (4,4) armature space → canonical frame
+    mesh: SkinnedMesh | None  # in the canonical frame
+    video: str  # absolute path
+    start: int  # 0-based video frame
+    stop: int | None  # 0-based, exclusive; None: to the end
+    stride: int
+    keypoints: str | None
+    tracks: dict[str, np.ndarray]  # bone → (N,2) px per video frame
+    silhouettes: str  # "background", "none" or a mask folder
+    fps: float  # the scene's
+    frame_start: int
+    epochs: int
+    idm: bool
+    clip: str | None = None  # Movie Clip name
+    warnings: list[str] = field(default_factory=list)
+
+
+def _existing(path: str, what: str, folder: bool = False) -> str:
+    full = os.path.abspath(bpy.path.abspath(path))
+    if not os.path.exists(full):
+        raise scene_io.SceneError(f"The {what} {full} does not exist.")
+    if folder and not os.path.isdir(full):
+        raise scene_io.SceneError(f"The {what} {full} is not a folder.")
+    if not folder and not os.path.isfile(full):
+        raise scene_io.SceneError(f"The {what} {full} is not a file.")
+    return full
+
+
+def clip_file(clip) -> str:
+    return os.path.abspath(bpy.path.abspath(clip.filepath, library=clip.library))
+
+
+def read_tracks(clip, assignments, rig: Rig) -> dict[str, np.ndarray]:
+    """Bone → (N,2) pixel positions of the Movie Clip tracks assigned to bones in the panel."""
+    chosen = [(item.name, item.bone) for item in assignments if item.bone]
+    if not chosen:
+        return {}
+    names = set(rig.names)
+    unknown = sorted({bone for _, bone in chosen if bone not in names})
+    if unknown:
+        raise scene_io.SceneError(f"Tracks are assigned to bones the armature does not have: "
+                                  f"{', '.join(map(repr, unknown[:5]))}.")
+    bones = [bone for _, bone in chosen]
+    twice = sorted({b for b in bones if bones.count(b) > 1})
+    if twice:
+        raise scene_io.SceneError(f"More than one track follows {', '.join(map(repr, twice[:5]))}: "
+                                  "assign one track per bone.")
+    points, _ = scene_io.read_movie_clip_tracks(clip, [track for track, _ in chosen])
+    out = {}
+    for track, bone in chosen:
+        if not np.any(np.isfinite(points[track]).all(-1)):
+            raise scene_io.SceneError(f"The track '{track}' of '{clip.name}' has no enabled marker.")
+        out[bone] = points[track]
+    return out
+
+
+def read_skin(context, arm, rig: Rig) -> SkinnedMesh | None:
+    """The armature's skin: the selected mesh if it is bound to it, else its largest bound mesh."""
+    active = context.active_object
+    meshes = [o for o in context.scene.objects if o.type == "MESH" and o.find_armature() == arm]
+    if not meshes:
+        return None
+    body = active if active in meshes else max(meshes, key=lambda o: len(o.data.vertices))
+    try:
+        return scene_io.read_skinned_mesh(body, arm, rig)
+    except scene_io.SceneError:
+        return None  # an unweighted child mesh: fit the bones' capsules
+
+
+def read_request(context, *, video: str, first: int, last: int, stride: int, keypoints: str,
+                 silhouettes: str, masks: str, clip: str, epochs: int, idm: bool) -> VideoInput:
+    """Check the input and read the scene; SceneError (a user-facing message) for bad input."""
+    if first < 1:
+        raise scene_io.SceneError(f"The first video frame is 1 or more, got {first}.")
+    if last and last < first:
+        raise scene_io.SceneError(f"The last video frame ({last}) comes before the first ({first}).")
+    if stride < 1:
+        raise scene_io.SceneError(f"The stride must be 1 or more, got {stride}.")
+    if not 1 <= epochs <= MAX_EPOCHS:
+        raise scene_io.SceneError(f"Epochs must be from 1 to {MAX_EPOCHS}, got {epochs}.")
+    movie = None
+    if clip:
+        movie = bpy.data.movieclips.get(clip)
+        if movie is None:
+            raise scene_io.SceneError(f"There is no Movie Clip named '{clip}'.")
+    video = (video or "").strip()
+    if not video:
+        if movie is None:
+            raise scene_io.SceneError("Choose a driving video file (or a Movie Clip).")
+        video = clip_file(movie)
+    video = _existing(video, "driving video")
+    if movie is not None and os.path.normcase(clip_file(movie)) != os.path.normcase(video):
+        shown = os.path.basename(clip_file(movie))
+        raise scene_io.SceneError(f"The Movie Clip '{movie.name}' shows {shown}, not the driving video "
+                                  f"{os.path.basename(video)}: its tracks would not match.")
+    keypoints = keypoints.strip()
+    keypoints_path = _existing(keypoints, "keypoints file") if keypoints else None
+    source = silhouettes.upper()
+    if source not in {item[0] for item in SILHOUETTE_ITEMS}:
+        raise scene_io.SceneError(f"Unknown silhouette source {silhouettes!r}.")
+    if source == "MASKS":
+        if not masks.strip():
+            raise scene_io.SceneError("Choose the folder of mask images (or another silhouette source).")
+        sil = _existing(masks, "mask folder", folder=True)
+    else:
+        sil = source.lower()
+
+    arm = scene_io.armature_from_context(context)
+    scene_io.check_object_scale(arm)
+    rig = scene_io.read_rig(arm)
+    if not np.any(rig.deform):
+        raise scene_io.SceneError(
+            f"The armature '{arm.name}' has no deform bones: mark the bones that move the mesh as Deform."
+        )
+    tracks = read_tracks(movie, context.scene.kirin.video_tracks, rig) if movie is not None else {}
+    if keypoints_path is None and not tracks and sil == "none":
+        raise scene_io.SceneError("Nothing to fit to: give a keypoints file, assign Movie Clip tracks to "
+                                  "bones, or use silhouettes.")
+    to_canonical = target_frame(arm, rig).matrix()
+    mesh = read_skin(context, arm, rig)
+    if mesh is not None:
+        mesh = SkinnedMesh(mesh.vertices @ to_canonical[:3, :3].T + to_canonical[:3, 3], mesh.triangles,
+                           mesh.joint_indices, mesh.joint_weights)
+    scene = context.scene
+    return VideoInput(arm.name, rig, rig.transformed(to_canonical), to_canonical, mesh, video, first - 1,
+                      last or None, int(stride), keypoints_path, tracks, sil,
+                      float(scene.render.fps / scene.render.fps_base), int(scene.frame_start), int(epochs),
+                      bool(idm), movie.name if movie is not None else None)
+
+
+# ----------------------------------------------------------------------------- the job (no bpy)
+class VideoTask(BackendTask):
+    """One extraction job seen from the add-on (no bpy data touched: tested without timers)."""
+
+    def __init__(self, client: BackendClient, request: VideoInput):
+        self.request = request
+        super().__init__(client.extract_motion(
+            request.canonical_rig, request.video, mesh=request.mesh, start=request.start, stop=request.stop,
+            stride=request.stride, keypoints=request.keypoints, tracks=request.tracks or None,
+            silhouettes=request.silhouettes, fps=request.fps, epochs=request.epochs, idm=request.idm,
+        ), f"extracting motion from '{os.path.basename(request.video)}'")
+
+    def motion(self, result: ExtractResult):
+        """The motion in armature space."""
+        return _to_frame(result.motion, np.linalg.inv(self.request.to_canonical))
+
+
+# ----------------------------------------------------------------------------- writing
+def action_name(request: VideoInput) -> str:
+    text = f"Kirin: {os.path.basename(request.video)}"
+    return text.encode()[:NAME_LIMIT].decode(errors="ignore")
+
+
+def write_result(context, task: VideoTask, result: ExtractResult, set_frame_range: bool = True):
+    """The motion as a new Action on the armature (the previous one kept); returns it."""
+    request = task.request
+    arm = bpy.data.objects.get(request.armature)
+    if arm is None or arm.type != "ARMATURE":
+        raise scene_io.SceneError(f"The armature '{request.armature}' is gone: nothing was written.")
+    rig = scene_io.read_rig(arm)
+    if rig.names != request.rig.names:
+        raise scene_io.SceneError(f"The bones of '{arm.name}' changed during the extraction: nothing was "
+                                  "written.")
+    motion = task.motion(result)
+    action = scene_io.write_action(arm, rig, motion, action_name(request), frame_start=request.frame_start)
+    action["kirin_video"] = request.video
+    stop = -1 if request.stop is None else request.stop
+    action["kirin_video_frames"] = [request.start, stop, request.stride]  # 0-based start, stop, stride
+    if set_frame_range:
+        context.scene.frame_end = request.frame_start + motion.frame_count - 1
+    return action
+
+
+def report_of(task: VideoTask, result: ExtractResult, action) -> dict:
+    request = task.request
+    return {
+        "action": action.name,
+        "armature": request.armature,
+        "video": request.video,
+        "frames": result.motion.frame_count,
+        "fps": request.fps,
+        "bones": request.rig.joint_count,
+        "mesh": request.mesh is not None,
+        "keypoints": request.keypoints,
+        "tracks": sorted(request.tracks),
+        "silhouettes": request.silhouettes,
+        "epochs": request.epochs,
+        "seconds_backend": result.seconds,
+        "seconds_submit_to_action": time.perf_counter() - task.started,
+        "backend_report": result.report,
+    }
+
+
+# ----------------------------------------------------------------------------- the operators
+class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Operator):
+    """Fit a new Action on the selected armature to a driving video (keypoints file, Movie Clip tracks
+    assigned to bones, silhouettes) with Kirin's backend; the previous action is kept"""
+
+    bl_idname = "kirin.motion_from_video"
+    bl_label = "Extract Motion From Video"
+    bl_options = {"REGISTER", "UNDO"}
+
+    # Unset properties are taken from the panel (scene settings).
+    video: StringProperty(name="Video", subtype="FILE_PATH")
+    first: IntProperty(name="First frame", default=1, description="First video frame (1: the first)")
+    last: IntProperty(name="Last frame", default=0, description="Last video frame (0: to the end)")
+    stride: IntProperty(name="Stride", default=1)
+    keypoints: StringProperty(name="Keypoints", subtype="FILE_PATH")
+    silhouettes: EnumProperty(name="Silhouettes", items=SILHOUETTE_ITEMS, default="BACKGROUND")
+    masks: StringProperty(name="Masks", subtype="DIR_PATH")
+    clip: StringProperty(name="Movie Clip", description="Name of the Movie Clip whose tracks follow bones")
+    epochs: IntProperty(name="Epochs", default=20)
+    idm: BoolProperty(name="Inverse-dynamics start", default=False)
+    timeout: FloatProperty(name="Timeout (s)", default=3600.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
+
+    def _settings(self, context) -> dict:
+        scene = context.scene.kirin
+        panel = {"video": scene.driving_video, "first": scene.video_first, "last": scene.video_last,
+                 "stride": scene.video_stride, "keypoints": scene.video_keypoints,
+                 "silhouettes": scene.video_silhouettes, "masks": scene.video_masks,
+                 "clip": scene.video_clip.name if scene.video_clip is not None else "",
+                 "epochs": scene.video_epochs, "idm": scene.video_idm}
+        return {name: getattr(self, name) if self.properties.is_property_set(name) else value
+                for name, value in panel.items()}
+
+    def _start(self, context) -> VideoTask | None:
+        try:
+            request = read_request(context, **self._settings(context))
+            return VideoTask(connect(context), request)
+        except (scene_io.SceneError, BackendError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+
+    def _finish(self, context, task: VideoTask, result: ExtractResult) -> set[str]:
+        try:
+            action = write_result(context, task, result)
+        except (scene_io.SceneError, ValueError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        last_extract.clear()
+        last_extract.update(report_of(task, result, action))
+        error = result.report.get("reprojection_px_median")
+        self.report({"INFO"}, f"'{action.name}': {result.motion.frame_count} frames from "
+                    f"{result.report.get('video_frames', '?')} video frames in "
+                    f"{time.perf_counter() - task.started:.1f} s"
+                    + (f" (median reprojection error {error:.1f} px)" if error is not None else ""))
+        note = result.report.get("idm")
+        if isinstance(note, str):
+            self.report({"WARNING"}, f"Inverse-dynamics start {note}.")
+        return {"FINISHED"}
+
+
+class KIRIN_OT_list_video_tracks(bpy.types.Operator):
+    """List the Movie Clip's tracks to assign them to bones (a track named like a bone follows it)"""
+
+    bl_idname = "kirin.list_video_tracks"
+    bl_label = "List Tracks"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        if context.scene.kirin.video_clip is None:
+            cls.poll_message_set("Choose a Movie Clip first.")
+            return False
+        return True
+
+    def execute(self, context):
+        settings = context.scene.kirin
+        clip = settings.video_clip
+        old = {item.name: item.bone for item in settings.video_tracks}
+        obj = context.active_object
+        arm = obj.find_armature() if obj is not None and obj.type == "MESH" else obj
+        bones = {b.name for b in arm.data.bones} if arm is not None and arm.type == "ARMATURE" else set()
+        settings.video_tracks.clear()
+        for track in scene_io.movie_clip_tracks(clip):
+            item = settings.video_tracks.add()
+            item.name = track.name
+            item.bone = old.get(track.name) or (track.name if track.name in bones else "")
+        assigned = sum(bool(item.bone) for item in settings.video_tracks)
+        self.report({"INFO"}, f"'{clip.name}': {len(settings.video_tracks)} tracks, {assigned} assigned to "
+                    "bones.")
+        return {"FINISHED"}
+
+
+CLASSES = (KIRIN_OT_motion_from_video, KIRIN_OT_list_video_tracks)

@@ -1,0 +1,287 @@
+"""Extract Motion From Video over real HTTP (the shared in-process backend, CPU, one thread): a tiny
+synthetic video of a procedural creature walking, its keypoints, tracks and masks → a motion on the
+rig at the scene's frame rate; bad input → a clear 4xx and no job."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from video_support import FPS, SIZE, synthetic_files
+
+from kirin.kirin_addon.backend.client import BackendError, JobCancelledError, decode_extract
+from kirin.kirin_addon.backend.extract import resample_positions
+from kirin.kirin_addon.backend.protocol import ProtocolError, extract_request, motion_to_json
+from kirin.kirin_addon.motion import Motion
+from kirin.kirin_addon.video_io import scene_frame_map
+
+pytest.importorskip("av")
+pytest.importorskip("scipy")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return synthetic_files(tmp_path_factory.mktemp("video"), frames=12)
+
+
+@pytest.fixture
+def fake_fit(monkeypatch):
+    """models.video_fit.fit_motion replaced by a rest pose that records the evidence it was given (the
+    backend runs in this process: the job imports the function when it runs)."""
+    from kirin.models import video_fit
+
+    seen: dict = {}
+
+    def fit(rig, evidence, mesh=None, config=None, init=None, camera=None, progress=None):
+        seen.update(evidence=evidence, mesh=mesh, config=config, init=init)
+        for k in range(5):
+            progress(k / 4)
+            time.sleep(seen.get("delay", 0.0))
+        motion = Motion.rest(rig, evidence.frame_count, evidence.fps)
+        error = np.zeros(evidence.frame_count)
+        return video_fit.VideoFitResult(motion, None, 1.0, error, 0.01, {"fake": True})
+
+    monkeypatch.setattr(video_fit, "fit_motion", fit)
+    return seen
+
+
+def job_count(client) -> int:
+    return len(client.jobs())
+
+
+# ----------------------------------------------------------------------------- end to end
+def test_extract_fits_the_rig_to_the_video_at_the_scene_rate(client, files):
+    from kirin.kirin_addon.families import build_creature
+
+    creature = build_creature("quadruped", 3)  # the one drawn in the video
+    rig = creature.rig
+    job = client.extract_motion(rig, files["video"], mesh=creature.mesh, keypoints=files["keypoints"],
+                                fps=30.0, epochs=1)
+    result = job.wait(timeout=600)
+    # 12 frames at 24 fps span 11/24 s: 14 frames at 30 fps.
+    assert result.motion.frame_count == len(scene_frame_map(FPS, 30.0, 12)) == 14
+    assert result.motion.joint_count == rig.joint_count and result.motion.fps == 30.0
+    assert np.isfinite(result.motion.rotations).all() and np.isfinite(result.motion.root_positions).all()
+    report = result.report
+    assert report["video_frames"] == 12 and report["clip_fps"] == FPS and report["image_size"] == list(SIZE)
+    assert report["evidence"] == {"keypoints": "walk.csv", "keypoint_bones": 4, "tracks": [],
+                                  "silhouettes": "background"}
+    assert "idm" not in report
+    assert result.reprojection_px.shape == (12,)
+    assert report["seconds_per_frame"] > 0 and "losses" in report["fit"]
+
+
+def test_frame_range_stride_tracks_and_masks_reach_the_fit(client, files, fake_fit, tmp_path):
+    from kirin.kirin_addon.families import build_creature
+    from kirin.kirin_addon.render import write_png
+
+    rig = build_creature("quadruped", 3).rig
+    bone = rig.names[rig.main_root]
+    track = np.full((12, 2), np.nan)
+    track[::2] = np.arange(12)[::2, None] * [5.0, 1.0] + [10.0, 30.0]  # markers on even frames only
+    masks = tmp_path / "masks"
+    masks.mkdir()
+    for t in range(12):
+        image = np.zeros((SIZE[1], SIZE[0], 3), np.uint8)
+        image[20:40, 4 * t:4 * t + 30] = 255
+        write_png(masks / f"mask_{t:04d}.png", image)
+    # Video frames 2, 4, 6, 8 (stop 10 excluded... and 9 is odd): a 12 fps clip, then 24 fps.
+    job = client.extract_motion(rig, files["video"], start=2, stop=10, stride=2, tracks={bone: track},
+                                silhouettes=str(masks), fps=24.0)
+    result = job.wait(timeout=120)
+    evidence = fake_fit["evidence"]
+    assert evidence.frame_count == 4 and evidence.fps == FPS / 2 and evidence.image_size == SIZE
+    joint = rig.main_root
+    assert np.allclose(evidence.points[:, joint], track[[2, 4, 6, 8]])
+    assert np.all(evidence.confidence[:, joint] == 1.0)
+    others = np.delete(np.arange(rig.joint_count), joint)
+    assert np.all(evidence.confidence[:, others] == 0.0)
+    assert evidence.silhouettes.shape[0] == 4 and evidence.silhouettes[0].mean() > 0.05
+    assert result.motion.frame_count == 7 and result.motion.fps == 24.0  # 3/12 s at 24 fps
+    assert result.report["evidence"]["tracks"] == [bone]
+    assert result.report["evidence"]["silhouettes"] == "masks"
+    assert result.report["first_video_frame"] == 2 and result.report["last_video_frame"] == 8
+
+
+def test_the_inverse_dynamics_start_is_used_or_said_to_be_unavailable(client, files, fake_fit, monkeypatch):
+    from kirin.kirin_addon.backend.extract import ExtractService
+    from kirin.kirin_addon.families import build_creature
+
+    creature = build_creature("quadruped", 3)
+    rig = creature.rig
+    calls = []
+
+    class FakeIDM:
+        card = {"key": "abc"}
+
+        def predict(self, silhouettes, image_size=None, fps=30.0):
+            calls.append((silhouettes.shape[0], tuple(image_size), fps))
+            return Motion.rest(rig, silhouettes.shape[0], fps)
+
+    def load(rig_, mesh, progress=None):
+        progress(0.5, "training")
+        assert rig_.names == rig.names and mesh is not None
+        return FakeIDM()
+
+    monkeypatch.setattr(ExtractService, "_idm_api", staticmethod(lambda: load))
+    job = client.extract_motion(rig, files["video"], mesh=creature.mesh, stride=3, idm=True)
+    result = job.wait(timeout=120)
+    assert calls == [(4, SIZE, FPS / 3)] and fake_fit["init"].frame_count == 4
+    assert result.report["idm"]["used"] is True and result.report["idm"]["model"] == "abc"
+    # Keypoints only: the model reads silhouettes.
+    result = client.extract_motion(rig, files["video"], keypoints=files["keypoints"], silhouettes="none",
+                                   idm=True).wait(timeout=120)
+    assert result.report["idm"].startswith("not available without silhouettes") and fake_fit["init"] is None
+    # A backend without the model says so; the fit starts from rest.
+    monkeypatch.setattr(ExtractService, "_idm_api", staticmethod(lambda: None))
+    result = client.extract_motion(rig, files["video"], idm=True).wait(timeout=120)
+    assert result.report["idm"].startswith("not available") and fake_fit["init"] is None
+
+
+def test_a_running_extraction_cancels(client, files, fake_fit):
+    from kirin.kirin_addon.families import build_creature
+
+    fake_fit["delay"] = 1.0
+    rig = build_creature("quadruped", 3).rig
+    job = client.extract_motion(rig, files["video"], keypoints=files["keypoints"], silhouettes="none")
+    deadline = time.monotonic() + 60
+    while job.poll_once(wait=0.2).state != "running" or job.status.progress < 0.2:
+        assert not job.finished and time.monotonic() < deadline
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.wait(timeout=60)
+
+
+def test_a_video_with_no_moving_subject_fails_the_job_clearly(client, files):
+    from kirin.kirin_addon.families import build_creature
+
+    rig = build_creature("quadruped", 3).rig
+    job = client.extract_motion(rig, files["still"])
+    with pytest.raises(BackendError) as info:
+        job.wait(timeout=120)
+    assert info.value.status == 422 and "no moving subject" in info.value.message
+
+
+# ----------------------------------------------------------------------------- bad input: 4xx, no job
+@pytest.mark.parametrize("change, message", [
+    ({"video_path": "/nowhere/clip.mp4"}, "shared folder"),
+    ({"video_path": "BROKEN"}, "not a video"),
+    ({"video_path": "EMPTY"}, "empty"),
+    ({"start": 50}, "past its end"),
+    ({"start": 5, "stop": 5}, "must be after"),
+    ({"keypoints_path": "UNKNOWN"}, "match no bone"),
+    ({"keypoints_path": "/nowhere/k.csv"}, "not on the backend's machine"),
+    ({"tracks": "UNKNOWN"}, "no bone named 'wing'"),
+    ({"silhouettes": "none", "keypoints_path": None}, "No evidence"),
+    ({"silhouettes": "/nowhere/masks"}, "mask images"),
+    ({"epochs": 0}, "epochs"),
+    ({"stride": 0}, "stride"),
+])
+def test_bad_requests_get_a_clear_4xx_and_no_job(client, files, tmp_path, change, message):
+    from kirin.kirin_addon.families import build_creature
+
+    rig = build_creature("quadruped", 3).rig
+    body = extract_request(rig, files["video"], keypoints_path=files["keypoints"])
+    if change.get("video_path") == "BROKEN":
+        change = {"video_path": files["broken"]}
+    if change.get("video_path") == "EMPTY":
+        (tmp_path / "empty.mp4").write_bytes(b"")
+        change = {"video_path": str(tmp_path / "empty.mp4")}
+    if change.get("keypoints_path") == "UNKNOWN":
+        bad = tmp_path / "bad.csv"
+        bad.write_text("frame,joint,x,y,confidence\n0,wing,1,2,1\n")
+        change = {"keypoints_path": str(bad)}
+    if change.get("tracks") == "UNKNOWN":
+        change = extract_request(rig, files["video"], tracks={"wing": np.zeros((12, 2))})
+    body.update(change)
+    body = {k: v for k, v in body.items() if v is not None}
+    before = job_count(client)
+    with pytest.raises(BackendError) as info:
+        client.request("POST", "/jobs/extract", body)
+    assert info.value.status == 422 and message in info.value.message, info.value.message
+    assert job_count(client) == before
+
+
+def test_request_and_result_are_checked_on_the_client(files):
+    from kirin.kirin_addon.families import build_creature
+
+    rig = build_creature("quadruped", 3).rig
+    with pytest.raises(ProtocolError, match="pixel positions"):
+        extract_request(rig, files["video"], tracks={rig.names[0]: np.zeros((12, 3))})
+    motion = Motion.rest(rig, 5, 30.0)
+    payload = {"motion": motion_to_json(motion), "frames": 5, "report": {}}
+    assert decode_extract(payload, rig.joint_count, 30.0).motion.frame_count == 5
+    with pytest.raises(BackendError, match="cannot read"):
+        decode_extract(payload, rig.joint_count + 1, 30.0)  # another rig
+    with pytest.raises(BackendError, match="cannot read"):
+        decode_extract(payload, rig.joint_count, 24.0)  # another frame rate
+    with pytest.raises(BackendError, match="cannot read"):
+        decode_extract({**payload, "frames": 6}, rig.joint_count, 30.0)
+
+
+def test_resampling_at_scene_frame_positions_matches_motion_resampled():
+    from kirin.kirin_addon.families import build_creature
+    from kirin.kirin_addon.rotations import quat_from_axis_angle
+
+    rig = build_creature("quadruped", 3).rig
+    rng = np.random.default_rng(0)
+    rotations = quat_from_axis_angle(rng.normal(size=(10, rig.joint_count, 3)),
+                                     rng.uniform(-1, 1, (10, rig.joint_count)))
+    motion = Motion(24.0, rng.normal(size=(10, 3)), rotations)
+    ours = resample_positions(motion, scene_frame_map(24.0, 30.0, 10), 30.0)
+    theirs = motion.resampled(30.0)
+    assert ours.frame_count == theirs.frame_count
+    assert np.allclose(ours.root_positions, theirs.root_positions)
+    dots = np.abs(np.sum(ours.rotations * theirs.rotations, axis=-1))
+    assert np.allclose(dots, 1.0, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_mutated_extract_requests_are_refused_or_accepted_never_crash(files):
+    """A valid request mutated at one place (any field, inside arrays too) with any JSON value: the
+    schema and the check accept it or raise a user-facing ValueError (a 4xx), nothing else. No job."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from kirin.kirin_addon.backend.extract import ExtractService
+    from kirin.kirin_addon.backend.server import ExtractIn
+    from kirin.kirin_addon.families import build_creature
+
+    rig = build_creature("quadruped", 3).rig
+    valid = extract_request(rig, files["video"], keypoints_path=files["keypoints"],
+                            tracks={rig.names[0]: np.zeros((12, 2))}, fps=30.0, epochs=2)
+
+    def paths(value, prefix=()):
+        yield prefix
+        if isinstance(value, dict):
+            for key, item in value.items():
+                yield from paths(item, prefix + (key,))
+        elif isinstance(value, list) and len(value) <= 8:
+            for i, item in enumerate(value):
+                yield from paths(item, prefix + (i,))
+
+    def replaced(value, path, new):
+        if not path:
+            return new
+        copy = dict(value) if isinstance(value, dict) else list(value)
+        copy[path[0]] = replaced(value[path[0]], path[1:], new)
+        return copy
+
+    scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
+               | st.text(max_size=12) | st.sampled_from([files["still"], files["broken"], "/", "~", "none"]))
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
+    service = ExtractService()
+
+    @settings(max_examples=200, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(where=st.sampled_from([p for p in paths(valid) if p]), value=values)
+    def check(where, value):
+        try:  # as the route does: the schema first (pydantic's errors are ValueErrors: 422), then the check
+            body = ExtractIn.model_validate(replaced(valid, where, value)).model_dump(exclude_none=True)
+            service.check(body)
+        except ValueError:
+            pass
+
+    check()

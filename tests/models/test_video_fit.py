@@ -1,0 +1,218 @@
+"""Video → motion (issue 8, part 3): the sequence optimisation of models/video_fit.py and the camera
+of kirin_addon/camera.py.
+
+Ground truth: a procedural cow (quadruped 3, 36 joints) rearing up (controllers' "rear_up", far from
+the rest pose the fit starts from), filmed by a known camera: keypoints are its projected joint
+heads, silhouettes its skinned mesh rasterised by render.rasterize. PCK@0.1 counts joints within
+0.1 × the diagonal of the frame's 2D joint bounding box of the truth.
+
+Measured here (2 busy cores, one thread, 20 frames at 160 px; "before" = the rest pose turned and
+placed per frame by the rigid stage, i.e. `epochs=0`): full keypoints, given camera PCK@0.1
+0.97 → 1.00, PCK@0.05 0.91 → 1.00, mean joint error 2.3 → 0.2 px; estimated camera the same; seven
+keypoints with 1 px noise + silhouettes PCK 0.79 → 1.00, 8.3 → 1.9 px (the same keypoints without
+silhouettes: 0.75 → 0.80, 11.2 → 6.7 px). ~20–25 s for the file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kirin.kirin_addon.camera import PinholeCamera
+from kirin.kirin_addon.controllers import generate
+from kirin.kirin_addon.evidence import Evidence2D
+from kirin.kirin_addon.families import build_creature
+from kirin.kirin_addon.motion import Motion, forward_kinematics, joint_positions
+from kirin.kirin_addon.render import Camera, rasterize
+from kirin.kirin_addon.skinning import linear_blend_skinning, skin_matrices
+from kirin.models.video_fit import VideoFitConfig, VideoFitError, VideoFitResult, fit_motion
+
+FRAMES = 20
+SIZE = 160
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def scene():
+    creature = build_creature("quadruped", 3)
+    rig = creature.rig
+    motion = generate(creature, "rear_up", 0, frames=FRAMES).motion
+    pose = forward_kinematics(rig, motion)
+    heads = pose[..., :3, 3]
+    lo, hi = heads.reshape(-1, 3).min(0), heads.reshape(-1, 3).max(0)
+    centre, radius = (lo + hi) / 2, np.linalg.norm(hi - lo) / 2
+    direction = np.array([0.83, -0.48, 0.28])
+    view = Camera(centre + radius / np.tan(np.radians(20)) * 1.15 * direction, centre, 40.0)
+    camera = PinholeCamera.from_render_camera(view, SIZE)
+    truth = camera.project(heads)
+    mesh = creature.mesh
+    vertices = linear_blend_skinning(
+        mesh.vertices, mesh.joint_indices, mesh.joint_weights, skin_matrices(rig.rest, pose)
+    )
+    masks = np.stack(
+        [
+            np.any(
+                rasterize(v, mesh.triangles, view, size=SIZE, color=(1, 1, 1), background=(0, 0, 0)) > 0,
+                axis=-1,
+            )
+            for v in vertices
+        ]
+    )
+    return creature, motion, camera, truth, masks.astype(np.float32)
+
+
+def pck(predicted: np.ndarray, truth: np.ndarray, threshold: float = 0.1) -> float:
+    diagonal = np.linalg.norm(truth.max(1) - truth.min(1), axis=-1)
+    return float(np.mean(np.linalg.norm(predicted - truth, axis=-1) <= threshold * diagonal[:, None]))
+
+
+def projected(result: VideoFitResult, rig) -> np.ndarray:
+    return result.camera.project(joint_positions(rig, result.motion))
+
+
+def full_evidence(truth: np.ndarray, masks=None) -> Evidence2D:
+    return Evidence2D((SIZE, SIZE), 30.0, truth.copy(), np.ones(truth.shape[:2]), masks)
+
+
+# ---------------------------------------------------------------------------- camera
+def test_camera_agrees_with_render():
+    view = Camera(np.array([3.0, -4.0, 1.5]), np.array([0.1, 0.2, 0.3]), 40.0)
+    camera = PinholeCamera.from_render_camera(view, 96)
+    points = np.random.default_rng(0).normal(size=(6, 3)) * 0.5
+    for point in points:
+        # A 6×6-pixel square facing the camera, centred on the point: the centroid of the pixels
+        # rasterize covers is where the camera projects the point.
+        half = 3.0 * camera.depth(point) / camera.focal
+        right, down = camera.rotation[0] * half, camera.rotation[1] * half
+        quad = point + np.array([-right - down, right - down, right + down, down - right])
+        image = rasterize(
+            quad, np.array([[0, 1, 2], [0, 2, 3]]), view, size=96, color=(1, 1, 1), background=(0, 0, 0)
+        )
+        rows, cols = np.nonzero(image.sum(-1))
+        assert len(rows) == 36
+        assert np.allclose(camera.project(point), [cols.mean() + 0.5, rows.mean() + 0.5], atol=0.5)
+    same = PinholeCamera.look_at(view.position, view.target, view.up, camera.focal, camera.center)
+    assert np.allclose(same.rotation, camera.rotation) and np.allclose(same.translation, camera.translation)
+    assert np.allclose(camera.position, view.position)
+    assert np.allclose(camera.backproject(camera.project(points), camera.depth(points)), points)
+    wide = PinholeCamera.from_render_camera(view, (128, 96))  # the field of view spans the longer side
+    assert np.isclose(wide.focal, camera.focal * 128 / 96) and np.allclose(wide.center, [64, 48])
+    similarity = np.eye(4)
+    similarity[:3, :3] = 2.5 * np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    similarity[:3, 3] = [1.0, 2.0, 3.0]
+    moved = camera.transformed(similarity)
+    moved_points = points @ similarity[:3, :3].T + similarity[:3, 3]
+    assert np.allclose(moved.project(moved_points), camera.project(points))
+    with pytest.raises(ValueError):
+        PinholeCamera.look_at(view.position, view.position, focal=100.0, center=(48, 48))
+
+
+# ---------------------------------------------------------------------------- fitting
+def test_full_keypoints_from_rest(scene):
+    creature, motion, camera, truth, _ = scene
+    rig = creature.rig
+    evidence = full_evidence(truth)
+    seen = []
+    result = fit_motion(rig, evidence, mesh=creature.mesh, camera=camera, progress=seen.append)
+    rigid = fit_motion(rig, evidence, mesh=creature.mesh, camera=camera, config=VideoFitConfig(epochs=0))
+    # The rest pose, turned and placed per frame, already scores well on PCK@0.1 (rearing up is mostly
+    # a pitch of the whole body); the fit brings the legs, neck and tail in.
+    before = np.linalg.norm(projected(rigid, rig) - truth, axis=-1).mean()
+    after = np.linalg.norm(projected(result, rig) - truth, axis=-1).mean()
+    assert pck(projected(result, rig), truth) >= 0.9 and pck(projected(result, rig), truth, 0.05) >= 0.9
+    assert after < 0.3 * before
+    assert isinstance(result.motion, Motion) and result.motion.fps == 30.0
+    assert result.motion.rotations.shape == (FRAMES, rig.joint_count, 4)
+    assert result.reprojection_px.shape == (FRAMES,) and np.nanmean(result.reprojection_px) < 2.0
+    assert abs(result.scale - 1.0) < 0.05  # feet on the ground fix the creature's size
+    # The camera comes back unchanged up to the body scale.
+    assert np.allclose(result.camera.rotation, camera.rotation, atol=1e-6)
+    assert seen[0] == 0.0 and seen[-1] == 1.0 and np.all(np.diff(seen) >= 0)
+    assert result.seconds > 0 and result.report["frames"] == FRAMES
+
+
+def test_estimated_camera(scene):
+    creature, motion, _, truth, _ = scene
+    rig = creature.rig
+    result = fit_motion(rig, full_evidence(truth), mesh=creature.mesh)
+    assert result.report["camera_estimated"] and result.scale == 1.0
+    assert pck(projected(result, rig), truth) >= 0.9
+    assert np.isclose(result.camera.focal, SIZE)  # max(W, H)
+    # The motion starts where the rig stands at rest (on the ground plane).
+    start = result.motion.root_positions[0]
+    assert np.linalg.norm(start[:2] - rig.heads[rig.main_root, :2]) < 0.05 * rig.body_size
+
+
+def test_sparse_keypoints_and_silhouettes(scene):
+    creature, motion, camera, truth, masks = scene
+    rig = creature.rig
+    tracked = [creature.pelvis, creature.head, creature.tail[-1]] + [limb.foot for limb in creature.legs()]
+    points = np.full_like(truth, np.nan)
+    points[:, tracked] = truth[:, tracked] + np.random.default_rng(1).normal(size=(FRAMES, len(tracked), 2))
+    confidence = np.zeros(truth.shape[:2])
+    confidence[:, tracked] = 1.0
+    evidence = Evidence2D((SIZE, SIZE), 30.0, points, confidence, masks)
+    rigid = fit_motion(rig, evidence, mesh=creature.mesh, camera=camera, config=VideoFitConfig(epochs=0))
+    result = fit_motion(rig, evidence, mesh=creature.mesh, camera=camera)
+    before = np.linalg.norm(projected(rigid, rig) - truth, axis=-1).mean()
+    after = np.linalg.norm(projected(result, rig) - truth, axis=-1).mean()
+    assert after < 0.4 * before
+    assert pck(projected(result, rig), truth) >= max(0.9, pck(projected(rigid, rig), truth) + 0.1)
+    assert result.report["silhouettes"] and result.report["joints_with_evidence"] == len(tracked)
+
+
+def test_frames_without_a_silhouette_are_bridged(scene):
+    """Background subtraction leaves frames it cannot separate empty (a camera shake, a close-up):
+    they carry no silhouette evidence, and the fit neither fails nor produces NaNs there."""
+    creature, motion, camera, truth, masks = scene
+    blanked = masks.copy()
+    blanked[::3] = 0.0
+    evidence = Evidence2D((SIZE, SIZE), 30.0, np.full_like(truth, np.nan), np.zeros(truth.shape[:2]), blanked)
+    result = fit_motion(
+        creature.rig, evidence, mesh=creature.mesh, camera=camera, config=VideoFitConfig(epochs=1)
+    )
+    assert np.isfinite(result.motion.rotations).all() and np.isfinite(result.motion.root_positions).all()
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_bad_input_raises(scene):
+    creature, motion, camera, truth, masks = scene
+    rig = creature.rig
+    with pytest.raises(VideoFitError, match="zero frames"):
+        fit_motion(
+            rig,
+            Evidence2D((SIZE, SIZE), 30.0, np.zeros((0, rig.joint_count, 2)), np.zeros((0, rig.joint_count))),
+        )
+    with pytest.raises(VideoFitError, match="joints"):
+        fit_motion(rig, Evidence2D((SIZE, SIZE), 30.0, truth[:, :5], np.ones((FRAMES, 5))))
+    nothing = Evidence2D((SIZE, SIZE), 30.0, np.full_like(truth, np.nan), np.zeros(truth.shape[:2]))
+    with pytest.raises(VideoFitError, match="no keypoint"):
+        fit_motion(rig, nothing)
+    empty = Evidence2D(
+        (SIZE, SIZE), 30.0, np.full_like(truth, np.nan), np.zeros(truth.shape[:2]), np.zeros_like(masks)
+    )
+    with pytest.raises(VideoFitError, match="no keypoint"):
+        fit_motion(rig, empty)
+    with pytest.raises(VideoFitError, match="silhouettes"):
+        fit_motion(rig, full_evidence(truth, masks[:, :, : SIZE // 2]))
+    with pytest.raises(VideoFitError, match="initial motion"):
+        fit_motion(rig, full_evidence(truth), init=Motion.rest(rig, FRAMES + 1))
+    assert issubclass(VideoFitError, ValueError)
+
+    class Cancelled(Exception):
+        pass
+
+    def cancel(fraction: float) -> None:
+        if fraction > 0.0:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        fit_motion(rig, full_evidence(truth), camera=camera, progress=cancel)
