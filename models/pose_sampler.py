@@ -56,7 +56,7 @@ RIG_SEED = 1234
 LIMIT_MARGIN = np.radians(10.0)  # beyond the widest angle the samples use
 EDIT_ITERATIONS = 8
 PROJECT_STEPS = 15  # over the whole schedule: 3 network calls at the drag's strength
-DRAG_STRENGTH = 0.2
+DRAG_STRENGTH = 0.1
 PROJECT_STRENGTH = 0.4
 WALK_GUIDED_STRENGTH = 0.3
 WALK_LATENT_STRENGTH = 0.5
@@ -247,7 +247,7 @@ class PosePrior:
         their targets, with `pins` kept where they are. `relative` (a drag): the prior's correction
         of the edit is measured against its correction of `pose` itself, so what the edit leaves
         alone stays as the animator had it; off (Project Pose): the prior's own answer. `strength`:
-        how far up the noise schedule it goes (default 0.2 relative, 0.4 not). `clamp` keeps
+        how far up the noise schedule it goes (default 0.1 relative, 0.4 not). `clamp` keeps
         every IK step inside the joint limits the prior's samples keep to."""
         import time
 

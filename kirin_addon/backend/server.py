@@ -261,7 +261,7 @@ class PoseProjectIn(PoseRigIn):
     strength: float | None = Field(
         None,
         allow_inf_nan=False,
-        description="how far the prior may move the edit, (0, 1]; default 0.2 relative, 0.4 not",
+        description="how far the prior may move the edit, (0, 1]; default 0.1 relative, 0.4 not",
     )
     relative: bool = Field(
         True, description="the correction relative to the current pose (a drag) or as it is (Project Pose)"
