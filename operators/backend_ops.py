@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..kirin_addon.backend.client import (
     JobCancelledError,
     ensure_backend,
 )
+from . import scene_io
 
 ADDON_ID = __package__.rpartition(".")[0]  # the add-on's module ("bl_ext.<repo>.kirin" as an extension)
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,6 +114,15 @@ class BackendTask:
         status = self.job.status
         where = f" (queued, {status.position} ahead)" if status.state == "queued" and status.position else ""
         return f"Kirin: {self.label} {status.progress:.0%} — {status.message}{where}. Esc cancels."
+
+
+def start_task(op, make: Callable[[], BackendTask]) -> BackendTask | None:
+    """The task `make()` starts; a scene or backend error goes to the status bar instead (None)."""
+    try:
+        return make()
+    except (scene_io.SceneError, BackendError) as exc:
+        op.report({"ERROR"}, str(exc))
+        return None
 
 
 class BackendOperator:

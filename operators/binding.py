@@ -22,7 +22,7 @@ from bpy.props import EnumProperty, FloatProperty
 
 from ..kirin_addon.backend.client import BackendError, BindResult, TransferResult, WeightSet
 from . import scene_io
-from .backend_ops import BackendOperator, BackendTask, connect
+from .backend_ops import BackendOperator, BackendTask, connect, start_task
 from .properties import FAMILY_ITEMS
 
 MASKS = {"rejected": "Kirin Rejected", "inpainted": "Kirin Inpainted", "fallback": "Kirin Fallback"}
@@ -245,13 +245,12 @@ class KIRIN_OT_transfer_weights(NeedsActiveMesh, BackendOperator, bpy.types.Oper
     mesh_hint = "Select the target meshes, then the weighted source mesh last (active)."
 
     def _start(self, context) -> TransferTask | None:
-        try:
+        def make() -> TransferTask:
             request, source, surfaces = read_transfer(context)
             options = transfer_options(context.scene.kirin)
             return TransferTask(connect(context), request, source, surfaces, options)
-        except (scene_io.SceneError, BackendError) as exc:
-            self.report({"ERROR"}, str(exc))
-            return None
+
+        return start_task(self, make)
 
     def _finish(self, context, task: TransferTask, result: TransferResult) -> set[str]:
         try:

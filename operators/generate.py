@@ -21,13 +21,13 @@ import bpy
 import numpy as np
 from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 
-from ..kirin_addon.backend.client import BackendClient, BackendError, GenerationResult
+from ..kirin_addon.backend.client import BackendClient, GenerationResult
 from ..kirin_addon.backend.protocol import MAX_FRAMES, MAX_VARIANTS
 from ..kirin_addon.motion import Motion, pin_frames
 from ..kirin_addon.rig import Rig
 from ..kirin_addon.skinning import SkinnedMesh
 from . import nla, scene_io
-from .backend_ops import BackendOperator, BackendTask, connect
+from .backend_ops import BackendOperator, BackendTask, connect, start_task
 from .motion_file import NeedsArmature, target_frame
 
 NAME_LIMIT = 63  # bytes in a Blender ID name
@@ -277,12 +277,9 @@ class KIRIN_OT_generate_motion(NeedsArmature, BackendOperator, bpy.types.Operato
         return out
 
     def _start(self, context) -> GenerationTask | None:
-        try:
-            request = read_request(context, **self._settings(context))
-            return GenerationTask(connect(context), request)
-        except (scene_io.SceneError, BackendError) as exc:
-            self.report({"ERROR"}, str(exc))
-            return None
+        return start_task(
+            self, lambda: GenerationTask(connect(context), read_request(context, **self._settings(context)))
+        )
 
     def _finish(self, context, task: GenerationTask, result: GenerationResult) -> set[str]:
         try:

@@ -376,30 +376,25 @@ def bone_under_mouse(context, arm: bpy.types.Object, rig: Rig, mouse: tuple[floa
     return rig.names[best] if distance[best] <= radius else None
 
 
-class PoseModeArmature:
-    """Operators on the active armature in Pose Mode."""
-
-    @classmethod
-    def poll(cls, context):
-        try:
-            pose_armature(context, pose_mode=True)
-        except scene_io.SceneError as exc:
-            cls.poll_message_set(str(exc))
-            return False
-        return True
-
-
 class AnyModeArmature:
     """Operators on the active armature (or the armature of the active mesh), any mode."""
 
+    pose_mode = False
+
     @classmethod
     def poll(cls, context):
         try:
-            pose_armature(context, pose_mode=False)
+            pose_armature(context, pose_mode=cls.pose_mode)
         except scene_io.SceneError as exc:
             cls.poll_message_set(str(exc))
             return False
         return True
+
+
+class PoseModeArmature(AnyModeArmature):
+    """Operators on the active armature in Pose Mode."""
+
+    pose_mode = True
 
 
 def _strength(op, context) -> float | None:
@@ -588,7 +583,7 @@ class KIRIN_OT_walk_between_keys(AnyModeArmature, bpy.types.Operator):
             action = anim.action if anim is not None else None
             if action is None:
                 raise scene_io.SceneError(f"Walk Between Keys needs keyframes: '{arm.name}' has no action.")
-            keys, which = scene_io.selected_key_frames(action, arm), "selected keyframes"
+            keys, which = scene_io.action_key_frames(action, arm, selected=True), "selected keyframes"
             if keys.size == 0:
                 keys, which = scene_io.action_key_frames(action, arm), "keyframes"
             if keys.size < 2:

@@ -317,8 +317,9 @@ def action_channelbag(action, obj: bpy.types.Object):
     return None
 
 
-def action_key_frames(action, obj: bpy.types.Object) -> np.ndarray:
-    """The frames (sorted, unique, rounded to whole frames) where the action keys obj's bones."""
+def action_key_frames(action, obj: bpy.types.Object, selected: bool = False) -> np.ndarray:
+    """The frames (sorted, unique, rounded to whole frames) where the action keys obj's bones; only
+    the selected keyframes' frames with `selected`."""
     bag = action_channelbag(action, obj)
     found = [np.empty(0)]
     for fcurve in (bag.fcurves if bag is not None else ()):
@@ -327,23 +328,12 @@ def action_key_frames(action, obj: bpy.types.Object) -> np.ndarray:
         points = fcurve.keyframe_points
         co = np.empty(len(points) * 2, dtype=np.float32)
         points.foreach_get("co", co)
-        found.append(co[0::2])
-    return np.unique(np.round(np.concatenate(found)).astype(np.int64))
-
-
-def selected_key_frames(action, obj: bpy.types.Object) -> np.ndarray:
-    """The frames (sorted, unique, whole) of the selected keyframes on obj's bones in the action."""
-    bag = action_channelbag(action, obj)
-    found = [np.empty(0)]
-    for fcurve in (bag.fcurves if bag is not None else ()):
-        if _BONE_PATH.match(fcurve.data_path) is None:
-            continue
-        points = fcurve.keyframe_points
-        co = np.empty(len(points) * 2, dtype=np.float32)
-        points.foreach_get("co", co)
-        chosen = np.empty(len(points), dtype=bool)
-        points.foreach_get("select_control_point", chosen)
-        found.append(co[0::2][chosen])
+        frames = co[0::2]
+        if selected:
+            chosen = np.empty(len(points), dtype=bool)
+            points.foreach_get("select_control_point", chosen)
+            frames = frames[chosen]
+        found.append(frames)
     return np.unique(np.round(np.concatenate(found)).astype(np.int64))
 
 

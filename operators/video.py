@@ -20,12 +20,12 @@ import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
-from ..kirin_addon.backend.client import BackendClient, BackendError, ExtractResult
+from ..kirin_addon.backend.client import BackendClient, ExtractResult
 from ..kirin_addon.backend.protocol import MAX_EPOCHS
 from ..kirin_addon.rig import Rig
 from ..kirin_addon.skinning import SkinnedMesh
 from . import scene_io
-from .backend_ops import BackendOperator, BackendTask, connect
+from .backend_ops import BackendOperator, BackendTask, connect, start_task
 from .generate import NAME_LIMIT, _to_frame
 from .motion_file import NeedsArmature, target_frame
 from .properties import SILHOUETTE_ITEMS
@@ -268,12 +268,9 @@ class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Opera
                 for name, value in panel.items()}
 
     def _start(self, context) -> VideoTask | None:
-        try:
-            request = read_request(context, **self._settings(context))
-            return VideoTask(connect(context), request)
-        except (scene_io.SceneError, BackendError) as exc:
-            self.report({"ERROR"}, str(exc))
-            return None
+        return start_task(
+            self, lambda: VideoTask(connect(context), read_request(context, **self._settings(context)))
+        )
 
     def _finish(self, context, task: VideoTask, result: ExtractResult) -> set[str]:
         try:

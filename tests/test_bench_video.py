@@ -4,43 +4,22 @@ and verdicts print and every number it reports is finite. No Blender needed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
+from bench_support import load_benchmark, numbers
 
 from assets_support import asset_files
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "benchmarks" / "bench_video.py"
 FILES = asset_files("khronos_fox/Fox.glb")
 pytestmark = [pytest.mark.skipif(not FILES, reason="../shared/assets is not present"), pytest.mark.slow]
 
 
-def load_bench() -> ModuleType:
-    """benchmarks/ is not a package: load the script as a module."""
-    spec = importlib.util.spec_from_file_location("bench_video", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def load_bench():
+    return load_benchmark("bench_video")
 
-
-def numbers(value, path: str = ""):
-    """(path, number) for every number in nested rows."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from numbers(item, f"{path}.{key}")
-    elif isinstance(value, list | tuple):
-        for k, item in enumerate(value):
-            yield from numbers(item, f"{path}[{k}]")
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        yield path, value
 
 
 def test_bench_video_smoke(tmp_path, capsys):

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_support import load_benchmark
 
 from assets_support import asset_files
 from blender_support import bpy  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy loads)
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_autobind.py"
 SHIBA = asset_files("quaternius/animals_pack/ShibaInu.glb")
 pytestmark = [pytest.mark.skipif(not SHIBA, reason="../shared/assets is not present"), pytest.mark.slow]
 
 
-def load_bench() -> ModuleType:
-    """benchmarks/ is not a package: load the script as a module."""
-    spec = importlib.util.spec_from_file_location("bench_autobind", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def load_bench():
+    return load_benchmark("bench_autobind")
 
 
 def finite_stats(stats: dict) -> bool:

@@ -4,42 +4,22 @@ verdict, and every number it reports is finite."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_support import load_benchmark, numbers
 
 from assets_support import asset_files
 from blender_support import bpy  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy loads)
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "benchmarks" / "bench_pose_space.py"
 FILES = asset_files("khronos_fox/Fox.glb", "khronos_cesiumman/CesiumMan.glb")
 pytestmark = [pytest.mark.skipif(len(FILES) < 2, reason="../shared/assets is not present"), pytest.mark.slow]
 
 
-def load_bench() -> ModuleType:
-    """benchmarks/ is not a package: load the script as a module."""
-    spec = importlib.util.spec_from_file_location("bench_pose_space", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def load_bench():
+    return load_benchmark("bench_pose_space")
 
-
-def numbers(value, path: str = ""):
-    """(path, number) for every number in nested rows."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from numbers(item, f"{path}.{key}")
-    elif isinstance(value, list | tuple):
-        for k, item in enumerate(value):
-            yield from numbers(item, f"{path}[{k}]")
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        yield path, float(value)
 
 
 def test_pose_space_benchmark_on_two_small_rigs(tmp_path, capsys):

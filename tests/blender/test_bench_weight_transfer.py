@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_support import load_benchmark
 
 from assets_support import asset_files
 from blender_support import bpy  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy loads)
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_weight_transfer.py"
 FOX = asset_files("khronos_fox/Fox.glb")
 pytestmark = pytest.mark.skipif(not FOX, reason="../shared/assets is not present")
 
 
-def load_bench() -> ModuleType:
-    """benchmarks/ is not a package: load the script as a module."""
-    spec = importlib.util.spec_from_file_location("bench_weight_transfer", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def load_bench():
+    return load_benchmark("bench_weight_transfer")
 
 
 def assert_sane(row: dict, methods: tuple[str, ...]) -> None:
