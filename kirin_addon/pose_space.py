@@ -317,9 +317,9 @@ def nearest_pose_distance(skeleton: Skeleton, deltas: np.ndarray, data: np.ndarr
 
     joints = skeleton.joint_count
     query = normalised_positions(skeleton, np.asarray(deltas).reshape(-1, joints, 3, 3))
-    tree = cKDTree(normalised_positions(skeleton, np.asarray(data).reshape(-1, joints, 3, 3)))
-    _, index = tree.query(query)
-    ref = normalised_positions(skeleton, np.asarray(data).reshape(-1, joints, 3, 3))[index]
+    points = normalised_positions(skeleton, np.asarray(data).reshape(-1, joints, 3, 3))
+    _, index = cKDTree(points).query(query)
+    ref = points[index]
     return np.linalg.norm((query - ref).reshape(len(query), joints, 3), axis=-1).mean(axis=-1)
 
 

@@ -53,12 +53,7 @@ def example_inputs(net: Denoiser, batch: int = 2, tokens: int = 6, joints: int =
     return {
         "x": torch.randn(batch, tokens, joints, c.frames_per_token * c.channels, generator=generator),
         "t": torch.arange(batch, dtype=torch.int64) * 100 + 5,
-        "geometry": torch.randn(batch, joints, c.geometry, generator=generator),
-        "skin": torch.randn(batch, joints, c.skin, generator=generator),
-        "names": torch.randn(batch, joints, c.text_dim, generator=generator),
-        "hops": torch.randint(0, c.max_hops + 1, (batch, joints, joints), generator=generator),
-        "edges": torch.randint(0, c.edge_types, (batch, joints, joints), generator=generator),
-        "joint_mask": torch.ones(batch, joints, dtype=torch.bool),
+        **_rig_inputs(c, batch, joints, generator),
         "text": torch.randn(batch, words, c.text_dim, generator=generator),
         "text_mask": torch.ones(batch, words, dtype=torch.bool),
         "image": torch.randn(batch, c.image_dim, generator=generator),
@@ -78,6 +73,13 @@ def pose_example_inputs(net: PoseDenoiser, batch: int = 2, joints: int = 7) -> d
     return {
         "x": torch.randn(batch, joints, c.channels, generator=generator),
         "t": torch.arange(batch, dtype=torch.int64) * 100 + 5,
+        **_rig_inputs(c, batch, joints, generator),
+    }
+
+
+def _rig_inputs(c, batch: int, joints: int, generator: torch.Generator) -> dict:
+    """Random per-joint rig inputs (both denoisers take the same ones)."""
+    return {
         "geometry": torch.randn(batch, joints, c.geometry, generator=generator),
         "skin": torch.randn(batch, joints, c.skin, generator=generator),
         "names": torch.randn(batch, joints, c.text_dim, generator=generator),

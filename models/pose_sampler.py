@@ -283,7 +283,8 @@ class PosePrior:
             return torch.cat([self.encode(guided)[None], x0[1:]])
 
         start = self.encode(pose.deltas)
-        rows = [self.encode(edit), start] if relative else [self.encode(edit)]
+        edit_x = self.encode(edit)
+        rows = [edit_x, start] if relative else [edit_x]
         denoised = self._denoise(posed, torch.stack(rows), strength, steps, seed, guide)
         # Relative: what the prior does to the edit, less what it does to the pose the edit started
         # from (the animator's own pose, plausible by their word): its reconstruction bias cancels.
@@ -291,7 +292,7 @@ class PosePrior:
             # Trusted where the prior itself moves the joint: on a joint it never turns (a pole
             # target, a rigid trunk), a correction is the network's noise, not knowledge.
             trust = torch.from_numpy(posed.mobility.astype(np.float32))[:, None]
-            x = self.encode(edit) + trust * (denoised[0] - denoised[1] + start - self.encode(edit))
+            x = edit_x + trust * (denoised[0] - denoised[1] + start - edit_x)
         else:
             x = denoised[0]
         result = reach(self.decode(x), FINAL_ITERATIONS, FINAL_STEP)
