@@ -151,6 +151,7 @@ def test_a_running_extraction_cancels(client, files, fake_fit):
     job.cancel()
     with pytest.raises(JobCancelledError):
         job.wait(timeout=60)
+    client.delete(job.id)  # the backend is shared by the session: leave no job behind
 
 
 def test_a_video_with_no_moving_subject_fails_the_job_clearly(client, files):
