@@ -16,7 +16,9 @@ For each rig of ../shared/assets with authored clips — the Khronos Fox (Walk, 
    tail tip — then others by farthest point sampling; their projected heads + --noise px Gaussian
    noise, lost while occluded);
    "sil+sparse" both; "full" every joint as a keypoint detector would give it (--noise px where
-   visible, 3× the noise at confidence 0.3 where occluded);
+   visible, 3× the noise at confidence 0.3 where occluded); on humanoid rigs (CesiumMan) "mediapipe"
+   MediaPipe Pose's landmarks on the decoded frames (kirin_addon/mediapipe_pose.py, in .venv-mediapipe;
+   skipped with a note where it is not installed) and "sil+mediapipe" with silhouettes;
 3. three methods: "idm" the rig's inverse-dynamics model alone (models/idm.py, trained for the rig
    on its own renders and cached under ~/.cache/kirin/idm or --cache; needs silhouettes), "opt"
    the sequence optimisation from the rest pose (models/video_fit.fit_motion), "idm+opt" the
@@ -69,7 +71,8 @@ RIGS = {  # name: (file under assets, clips)
     "fox": ("khronos_fox/Fox.glb", ("Walk", "Run")),
     "cesiumman": ("khronos_cesiumman/CesiumMan.glb", ("animation_0",)),
 }
-EVIDENCE = ("sil", "sparse", "sil+sparse", "full")
+EVIDENCE = ("sil", "sparse", "sil+sparse", "full", "mediapipe", "sil+mediapipe")
+DEFAULT_EVIDENCE = ("sil", "sparse", "sil+sparse", "full", "mediapipe")
 METHODS = ("idm", "opt", "idm+opt")
 PCK_GOAL = 0.9
 SECONDS_GOAL = 1.0
@@ -145,9 +148,11 @@ def tracked_joints(rig, count: int) -> np.ndarray:
 
 
 def build_evidence(kind: str, rig, video: SyntheticVideo, silhouettes: np.ndarray, tracked: np.ndarray,
-                   noise: float, rng: np.random.Generator) -> Evidence2D:
+                   noise: float, rng: np.random.Generator, detected: tuple | None = None) -> Evidence2D:
     frames, joints = video.keypoints.shape[:2]
     tracks = keypoints = None
+    if "mediapipe" in kind:
+        keypoints = detected
     if "sparse" in kind:
         found = {}
         for j in tracked:
@@ -162,6 +167,36 @@ def build_evidence(kind: str, rig, video: SyntheticVideo, silhouettes: np.ndarra
     use_silhouettes = silhouettes if kind.startswith("sil") else None
     return combine(video.size, video.fps, joints, keypoints=keypoints, tracks=tracks,
                    silhouettes=use_silhouettes)
+
+
+def mediapipe_evidence(rig, frames: np.ndarray, video: SyntheticVideo, info: dict) -> tuple | None:
+    """MediaPipe Pose's keypoints of a humanoid rig on the decoded frames, their own PCK@0.1 against
+    the truth in `info`; None (with a note) for other rigs or without MediaPipe."""
+    from kirin.kirin_addon.mediapipe_pose import MediaPipeError, find_mediapipe_python, mediapipe_keypoints
+
+    if find_mediapipe_python() is None:
+        info["mediapipe"] = "not installed (.venv-mediapipe): skipped"
+        return None
+    try:
+        points, confidence, report = mediapipe_keypoints(frames, rig, video.size)
+    except MediaPipeError as exc:
+        info["mediapipe"] = f"skipped: {exc}"
+        return None
+    mapped = sorted(set(report["bones"].values()), key=rig.names.index)
+    joints = [rig.names.index(n) for n in mapped]
+    found = confidence[:, joints] > 0
+    truth = video.keypoints[:, joints]
+    diagonal = np.linalg.norm(video.keypoints.max(1) - video.keypoints.min(1), axis=-1)[:, None]
+    error = np.linalg.norm(points[:, joints] - truth, axis=-1)
+    within = error <= 0.1 * np.broadcast_to(diagonal, error.shape)
+    report["keypoint_pck"] = float(np.mean(within[found]))
+    report["keypoint_share"] = float(found.mean())
+    info["mediapipe"] = report
+    print(f"  MediaPipe: a person in {report['frames_detected']} of {report['frames']} frames "
+          f"({report['frames_flipped']} upside down dropped), {len(joints)} bones, keypoints PCK@0.1 "
+          f"{report['keypoint_pck']:.3f} where found ({report['keypoint_share']:.0%} of them), "
+          f"{report['seconds_per_frame']:.3f} s/frame", flush=True)
+    return points, confidence
 
 
 # ----------------------------------------------------------------------------- one clip
@@ -226,9 +261,14 @@ def run_clip(name: str, clip: str, asset, motion: Motion, idm: IDM | None, args,
     if given_camera is None and idm is not None:
         idm_camera = default_camera(rig, idm.frame, args.size)
     config = VideoFitConfig(epochs=args.epochs)
+    detected = None
+    if any("mediapipe" in kind for kind in args.evidence):
+        detected = mediapipe_evidence(rig, decoded.frames, video, info)
     rows: list[Row] = []
     for kind in args.evidence:
-        evidence = build_evidence(kind, rig, video, silhouettes, tracked, args.noise, rng)
+        if "mediapipe" in kind and detected is None:
+            continue
+        evidence = build_evidence(kind, rig, video, silhouettes, tracked, args.noise, rng, detected)
         initial = None
         idm_seconds = 0.0
         if idm is not None and evidence.silhouettes is not None and {"idm", "idm+opt"} & set(args.methods):
@@ -319,7 +359,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--frames", type=int, default=0,
                         help="frames per clip (0: whole loops of the clip, at least --min-frames)")
     parser.add_argument("--epochs", type=int, default=VideoFitConfig().epochs, help="fit_motion epochs")
-    parser.add_argument("--evidence", nargs="+", default=list(EVIDENCE), choices=EVIDENCE)
+    parser.add_argument("--evidence", nargs="+", default=list(DEFAULT_EVIDENCE), choices=EVIDENCE)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--size", type=int, nargs=2, default=(640, 360), metavar=("W", "H"))
     parser.add_argument("--view-deg", type=float, default=70.0,

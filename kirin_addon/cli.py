@@ -55,7 +55,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         args.rig, args.video, args.out, keypoints=args.keypoints, silhouettes=args.silhouettes,
         start=args.start, stop=args.stop, stride=args.stride, epochs=args.epochs, fps=args.fps,
         report=args.json, backend_python=args.backend_python, device=args.device, threads=args.threads,
-        creature=args.creature, creature_seed=args.creature_seed, idm=args.idm)
+        creature=args.creature, creature_seed=args.creature_seed, idm=args.idm, mediapipe=args.mediapipe)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -210,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     ext.add_argument("--stride", type=int, default=1, help="use every n-th frame")
     ext.add_argument("--epochs", type=int, help="fit epochs (default: the panel's, 20)")
     ext.add_argument("--idm", action="store_true", help="start from the rig's inverse-dynamics model")
+    ext.add_argument("--mediapipe", action="store_true",
+                     help="humanoid rigs: MediaPipe Pose keypoints (needs the backend's .venv-mediapipe)")
     ext.add_argument("--fps", type=int, default=30, help="scene frame rate; the motion is resampled to it")
     ext.add_argument("--out", required=True, help="the .blend to write")
     ext.add_argument("--json", help="write a JSON report (frames, evidence, reprojection error, timings)")

@@ -101,7 +101,7 @@ def build_biped(spec: BipedSpec | None = None) -> Rig:
     return bones.build(rolls)
 
 
-def _role_index(rig: Rig, spec: BipedSpec) -> dict[str, int]:
+def biped_roles(rig: Rig, spec: BipedSpec) -> dict[str, int]:
     roles = {"hips": _name(spec, "hips"), "neck": _name(spec, "neck"), "head": _name(spec, "head")}
     for side in "LR":
         for role in ("thigh", "shin", "foot", "toe", "shoulder", "upper_arm", "forearm", "hand"):
@@ -117,7 +117,7 @@ def biped_walk(rig: Rig, spec: BipedSpec | None = None, frames: int = 60, fps: f
     bone rolls of the rig; the inverse-bind correction gives the basis rotations.
     """
     spec = spec or BipedSpec()
-    role = _role_index(rig, spec)
+    role = biped_roles(rig, spec)
     t = np.arange(frames) / fps
     phase = 2 * np.pi * cadence * t
     deltas = np.zeros((frames, rig.joint_count, 4))

@@ -818,7 +818,8 @@ def _rigid_fit(problem: _Problem, rel_heads: torch.Tensor, rel_tails: torch.Tens
         optimiser.zero_grad()
         heads, tails = pose(turns)
         terms = problem.data_terms(heads, tails, log_scale, config.robust_scale_start, render=False, rng=None)
-        loss = sum(_weight(config, k) * v for k, v in terms.items())
+        # Starts from zeros: the frames drawn may hold no evidence at all (a detector that found nothing).
+        loss = sum((_weight(config, k) * v for k, v in terms.items()), torch.zeros(path.shape[0]))
         if frames > 2:
             unit = _sixd_to_matrix(turns)[..., :2].flatten(-2)
             loss = loss + config.smooth_rotation * _diff_sq(unit, 1).mean(-1) \
@@ -833,7 +834,8 @@ def _rigid_fit(problem: _Problem, rel_heads: torch.Tensor, rel_tails: torch.Tens
         # The score also compares the rendered silhouettes (a heading's mirror image has the bone
         # axes inside the mask too, but not the same outline).
         terms = problem.data_terms(heads, tails, log_scale, config.robust_scale, render="all", rng=None)
-        loss = sum(_weight(config, k) * v for k, v in terms.items() if k != "ground")
+        loss = sum((_weight(config, k) * v for k, v in terms.items() if k != "ground"),
+                   torch.zeros(path.shape[0]))
     return loss, *fitted
 
 

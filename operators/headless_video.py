@@ -31,7 +31,8 @@ def run_extract(rig_file: str | None, video: str, out: str, *, keypoints: str | 
                 silhouettes: str = "background", start: int = 0, stop: int | None = None, stride: int = 1,
                 epochs: int | None = None, fps: int = 30, report: str | None = None,
                 backend_python: str | None = None, device: str = "auto", threads: int = 0,
-                creature: str = "quadruped", creature_seed: int = 0, idm: bool = False) -> dict:
+                creature: str = "quadruped", creature_seed: int = 0, idm: bool = False,
+                mediapipe: bool = False) -> dict:
     """Extract the motion of `video` onto `rig_file` (or a built-in `creature`) through the operator:
     video frames start, start+stride, ... < stop (0-based; stop None: to the end); `silhouettes`
     "background", "none" or a folder of masks. Saves the .blend; returns (and writes) a report."""
@@ -65,7 +66,8 @@ def run_extract(rig_file: str | None, video: str, out: str, *, keypoints: str | 
         scene.render.fps, scene.render.fps_base = fps, 1.0
         scene.frame_start = 1
         options = {"video": os.path.abspath(video), "first": start + 1, "last": stop or 0, "stride": stride,
-                   "keypoints": os.path.abspath(keypoints) if keypoints else "", "idm": idm}
+                   "keypoints": os.path.abspath(keypoints) if keypoints else "", "idm": idm,
+                   "mediapipe": mediapipe}
         if silhouettes in ("background", "none"):
             options["silhouettes"] = silhouettes.upper()
         else:

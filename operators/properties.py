@@ -93,6 +93,9 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
     video_idm: BoolProperty(name="Inverse-dynamics start", default=False,
                             description="Start the fit from the rig's inverse-dynamics model, when the "
                             "backend has one")
+    video_mediapipe: BoolProperty(name="MediaPipe Pose", default=False,
+                                  description="Humanoid rigs: find the person's joints in the video with "
+                                  "MediaPipe Pose (in the backend's own MediaPipe environment)")
     frames: IntProperty(name="Frames", default=120, min=8, max=2000)
     fps: IntProperty(name="FPS", default=30, min=1, max=240)
     seed: IntProperty(name="Seed", default=0, min=0)

@@ -56,6 +56,7 @@ class VideoInput:
     epochs: int
     idm: bool
     clip: str | None = None  # Movie Clip name
+    mediapipe: bool = False  # MediaPipe Pose keypoints (humanoid rigs)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -112,7 +113,8 @@ def read_skin(context, arm, rig: Rig) -> SkinnedMesh | None:
 
 
 def read_request(context, *, video: str, first: int, last: int, stride: int, keypoints: str,
-                 silhouettes: str, masks: str, clip: str, epochs: int, idm: bool) -> VideoInput:
+                 silhouettes: str, masks: str, clip: str, epochs: int, idm: bool,
+                 mediapipe: bool = False) -> VideoInput:
     """Check the input and read the scene; SceneError (a user-facing message) for bad input."""
     if first < 1:
         raise scene_io.SceneError(f"The first video frame is 1 or more, got {first}.")
@@ -157,9 +159,9 @@ def read_request(context, *, video: str, first: int, last: int, stride: int, key
             f"The armature '{arm.name}' has no deform bones: mark the bones that move the mesh as Deform."
         )
     tracks = read_tracks(movie, context.scene.kirin.video_tracks, rig) if movie is not None else {}
-    if keypoints_path is None and not tracks and sil == "none":
-        raise scene_io.SceneError("Nothing to fit to: give a keypoints file, assign Movie Clip tracks to "
-                                  "bones, or use silhouettes.")
+    if keypoints_path is None and not tracks and sil == "none" and not mediapipe:
+        raise scene_io.SceneError("Nothing to fit to: give a keypoints file, use MediaPipe Pose (humanoid "
+                                  "rigs), assign Movie Clip tracks to bones, or use silhouettes.")
     to_canonical = target_frame(arm, rig).matrix()
     mesh = read_skin(context, arm, rig)
     if mesh is not None:
@@ -169,7 +171,7 @@ def read_request(context, *, video: str, first: int, last: int, stride: int, key
     return VideoInput(arm.name, rig, rig.transformed(to_canonical), to_canonical, mesh, video, first - 1,
                       last or None, int(stride), keypoints_path, tracks, sil,
                       float(scene.render.fps / scene.render.fps_base), int(scene.frame_start), int(epochs),
-                      bool(idm), movie.name if movie is not None else None)
+                      bool(idm), movie.name if movie is not None else None, bool(mediapipe))
 
 
 # ----------------------------------------------------------------------------- the job (no bpy)
@@ -182,6 +184,7 @@ class VideoTask(BackendTask):
             request.canonical_rig, request.video, mesh=request.mesh, start=request.start, stop=request.stop,
             stride=request.stride, keypoints=request.keypoints, tracks=request.tracks or None,
             silhouettes=request.silhouettes, fps=request.fps, epochs=request.epochs, idm=request.idm,
+            mediapipe=request.mediapipe,
         ), f"extracting motion from '{os.path.basename(request.video)}'")
 
     def motion(self, result: ExtractResult):
@@ -226,6 +229,7 @@ def report_of(task: VideoTask, result: ExtractResult, action) -> dict:
         "bones": request.rig.joint_count,
         "mesh": request.mesh is not None,
         "keypoints": request.keypoints,
+        "mediapipe": request.mediapipe,
         "tracks": sorted(request.tracks),
         "silhouettes": request.silhouettes,
         "epochs": request.epochs,
@@ -255,6 +259,7 @@ class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Opera
     clip: StringProperty(name="Movie Clip", description="Name of the Movie Clip whose tracks follow bones")
     epochs: IntProperty(name="Epochs", default=20)
     idm: BoolProperty(name="Inverse-dynamics start", default=False)
+    mediapipe: BoolProperty(name="MediaPipe Pose", default=False)
     timeout: FloatProperty(name="Timeout (s)", default=3600.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
 
     def _settings(self, context) -> dict:
@@ -263,7 +268,7 @@ class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Opera
                  "stride": scene.video_stride, "keypoints": scene.video_keypoints,
                  "silhouettes": scene.video_silhouettes, "masks": scene.video_masks,
                  "clip": scene.video_clip.name if scene.video_clip is not None else "",
-                 "epochs": scene.video_epochs, "idm": scene.video_idm}
+                 "epochs": scene.video_epochs, "idm": scene.video_idm, "mediapipe": scene.video_mediapipe}
         return {name: getattr(self, name) if self.properties.is_property_set(name) else value
                 for name, value in panel.items()}
 

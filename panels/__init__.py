@@ -123,6 +123,7 @@ class KIRIN_PT_video(_KirinPanel, bpy.types.Panel):
         row.prop(settings, "video_stride")
         col = layout.column(heading="Evidence")
         col.prop(settings, "video_keypoints")
+        col.prop(settings, "video_mediapipe")
         col.prop(settings, "video_silhouettes")
         if settings.video_silhouettes == "MASKS":
             col.prop(settings, "video_masks")

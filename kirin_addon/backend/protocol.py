@@ -517,6 +517,7 @@ def extract_request(
     fps: float | None = None,
     epochs: int | None = None,
     idm: bool = False,
+    mediapipe: bool = False,
 ) -> dict[str, Any]:
     """The JSON body of POST /v1/jobs/extract: fit a motion of `rig` (armature space) to the video at
     `video_path` (read by the backend) over video frames start, start+stride, ... < stop (0-based; stop
@@ -525,7 +526,8 @@ def extract_request(
     top-left corner, one row per video frame from frame 0, NaN where the bone is not tracked),
     `silhouettes` ("background": background subtraction, "none", or a folder of mask images). The motion
     comes back at `fps` (the scene's; None: the video's); `epochs` None: the fitter's default; `idm`
-    initialises the fit with the rig's inverse-dynamics model when the backend has one."""
+    initialises the fit with the rig's inverse-dynamics model when the backend has one; `mediapipe` adds
+    MediaPipe Pose's landmarks as keypoints (humanoid rigs; the backend needs its .venv-mediapipe)."""
     body: dict[str, Any] = {
         "rig": rig_to_json(rig),
         "video_path": str(video_path),
@@ -534,6 +536,8 @@ def extract_request(
         "silhouettes": str(silhouettes),
         "idm": bool(idm),
     }
+    if mediapipe:
+        body["mediapipe"] = True
     if stop is not None:
         body["stop"] = int(stop)
     if mesh is not None:

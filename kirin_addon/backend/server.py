@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..creature import FAMILIES
+from ..mediapipe_pose import find_mediapipe_python
 from ..rig import MAX_JOINTS
 from .binding import BindingService
 from .extract import ExtractService
@@ -232,6 +233,8 @@ class ExtractIn(_Strict):
                               description="the scene's frame rate; null: the clip's")
     epochs: int | None = Field(None, ge=1, le=MAX_EPOCHS, description="fit epochs; null: the default")
     idm: bool = Field(False, description="initialise with the rig's inverse-dynamics model (when available)")
+    mediapipe: bool = Field(False, description="MediaPipe Pose landmarks as keypoints (humanoid rigs; needs "
+                                               "the backend's MediaPipe environment: health `mediapipe`)")
 
 
 class PoseRigIn(_Strict):
@@ -438,6 +441,7 @@ def create_app(backend: Backend) -> FastAPI:
             "uptime": time.time() - backend.started,
             "protocol": PROTOCOL_VERSION,
             "pose": backend.pose.info(),
+            "mediapipe": find_mediapipe_python() is not None,
         }
 
     @app.get(f"{API}/version", responses=_ERRORS)
