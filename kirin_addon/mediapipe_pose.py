@@ -88,7 +88,7 @@ def humanoid_joints(rig: Rig) -> dict[str, int]:
     reference = build_biped(spec)
     roles = biped_roles(reference, spec)
     canonical = rig.transformed(detect_canonical_frame(rig).matrix())
-    mapping = auto_map_joints(reference, canonical)  # rig joint name → reference joint name
+    mapping = auto_map_joints(reference, skeletal_tails(canonical))  # rig joint name → reference joint name
     image = {source: rig.index(target) for target, source in mapping.items() if source}
     joints = {role: image[reference.names[j]] for role, j in roles.items()
               if role in ROLE_LANDMARKS and reference.names[j] in image}
@@ -108,6 +108,25 @@ def humanoid_joints(rig: Rig) -> dict[str, int]:
         raise MediaPipeError("MediaPipe pose is for humanoid rigs: this rig's front limbs stand on the "
                              "ground (a quadruped); use silhouettes, tracks or a keypoints file.")
     return joints
+
+
+def skeletal_tails(rig: Rig) -> Rig:
+    """The rig with each bone's tail at its children's heads (their mean), a leaf's continuing its
+    parent's direction: importers give tails that say nothing (Blender's glTF import points every bone
+    along its local X), and the joint mapping compares bone directions."""
+    from .rig import rig_from_bones
+
+    heads = rig.heads
+    tails = np.array(rig.tails, np.float64)
+    for j in range(rig.joint_count):
+        children = np.flatnonzero(rig.parents == j)
+        ends = heads[children][np.linalg.norm(heads[children] - heads[j], axis=-1) > 1e-6]
+        parent = rig.parents[j]
+        if len(ends):
+            tails[j] = ends.mean(0)
+        elif parent >= 0 and np.linalg.norm(heads[j] - heads[parent]) > 1e-6:
+            tails[j] = heads[j] + 0.5 * (heads[j] - heads[parent])
+    return rig_from_bones(rig.names, rig.parents, heads, tails, 0.0, rig.deform)
 
 
 def landmarks_to_keypoints(points: np.ndarray, visibility: np.ndarray, joints: dict[str, int],

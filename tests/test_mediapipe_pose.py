@@ -128,21 +128,9 @@ def test_no_person_in_noise():
 def test_cesiumman_walking_seen_from_behind_gives_its_joints():
     """CesiumMan's clip rendered (kirin_addon/video_synth) from behind: MediaPipe finds him in most
     frames and the mapped keypoints land on his true joints (PCK@0.1 of the 2D bounding box)."""
-    from kirin.kirin_addon.io_gltf import load_gltf
-    from kirin.kirin_addon.motion import Motion
-    from kirin.kirin_addon.video_synth import frame_camera, render_motion, skinned_vertices
-    from kirin.models.idm import default_frame
+    from video_support import cesiumman_from_behind
 
-    asset = load_gltf(CESIUM[0])
-    rig, mesh = asset.rig, asset.mesh
-    clip = asset.clips["animation_0"]
-    motion = Motion(clip.fps, clip.root_positions[:16], clip.rotations[:16])
-    vertices, _ = skinned_vertices(rig, mesh, motion)
-    frame = default_frame(rig, mesh)  # the canonical frame: +Z up, the front −Y
-    behind = frame.rotation.T @ np.array([0.0, np.cos(0.26), np.sin(0.26)])  # 15° above, from the back
-    camera = frame_camera(vertices[:, ::3], (320, 240), up=frame.rotation.T @ np.array([0.0, 0.0, 1.0]),
-                          fov_deg=40.0, direction=behind, fill=0.9)
-    video = render_motion(rig, mesh, motion, camera, (320, 240), background="textured", seed=0)
+    rig, video = cesiumman_from_behind(16)
     calls = []
     keypoints, confidence, report = mp.mediapipe_keypoints(video.frames, rig, (320, 240),
                                                            progress=calls.append)

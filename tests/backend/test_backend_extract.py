@@ -4,6 +4,7 @@ rig at the scene's frame rate; bad input → a clear 4xx and no job."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -13,8 +14,11 @@ from video_support import FPS, SIZE, synthetic_files
 from kirin.kirin_addon.backend.client import BackendError, JobCancelledError, decode_extract
 from kirin.kirin_addon.backend.extract import resample_positions
 from kirin.kirin_addon.backend.protocol import ProtocolError, extract_request, motion_to_json
+from kirin.kirin_addon.mediapipe_pose import find_mediapipe_python
 from kirin.kirin_addon.motion import Motion
 from kirin.kirin_addon.video_io import scene_frame_map
+
+from assets_support import asset_files
 
 pytest.importorskip("av")
 pytest.importorskip("scipy")
@@ -65,8 +69,8 @@ def test_extract_fits_the_rig_to_the_video_at_the_scene_rate(client, files):
     assert np.isfinite(result.motion.rotations).all() and np.isfinite(result.motion.root_positions).all()
     report = result.report
     assert report["video_frames"] == 12 and report["clip_fps"] == FPS and report["image_size"] == list(SIZE)
-    assert report["evidence"] == {"keypoints": "walk.csv", "keypoint_bones": 4, "tracks": [],
-                                  "silhouettes": "background"}
+    assert report["evidence"] == {"keypoints": "walk.csv", "keypoint_bones": 4, "mediapipe": None,
+                                  "tracks": [], "silhouettes": "background"}
     assert "idm" not in report
     assert result.reprojection_px.shape == (12,)
     assert report["seconds_per_frame"] > 0 and "losses" in report["fit"]
@@ -162,6 +166,51 @@ def test_a_video_with_no_moving_subject_fails_the_job_clearly(client, files):
     with pytest.raises(BackendError) as info:
         job.wait(timeout=120)
     assert info.value.status == 422 and "no moving subject" in info.value.message
+
+
+# ----------------------------------------------------------------------------- MediaPipe Pose
+@pytest.mark.skipif(not (find_mediapipe_python() and asset_files("khronos_cesiumman/CesiumMan.glb")),
+                    reason="needs .venv-mediapipe (tools/setup_env.sh) and ../shared/assets")
+def test_mediapipe_keypoints_reach_the_fit(client, fake_fit, tmp_path):
+    from video_support import cesiumman_from_behind
+
+    from kirin.kirin_addon.video_io import write_video
+
+    rig, video = cesiumman_from_behind(16)
+    path = write_video(tmp_path / "cesium.mp4", video.frames, 30.0)
+    result = client.extract_motion(rig, path, silhouettes="none", mediapipe=True).wait(timeout=300)
+    evidence = fake_fit["evidence"]
+    found = evidence.confidence > 0
+    bones = result.report["evidence"]["mediapipe"]["bones"]
+    assert set(np.flatnonzero(found.any(0))) == {rig.index(name) for name in bones.values()}
+    assert result.report["evidence"]["mediapipe"]["frames_detected"] >= 12
+    error = np.linalg.norm(evidence.points - video.keypoints, axis=-1)[found]
+    diagonal = np.linalg.norm(video.keypoints.max(1) - video.keypoints.min(1), axis=-1)
+    assert np.median(error) < 0.1 * diagonal.mean()  # in the video's pixels, on the true joints
+    # A keypoints file wins where it has a point.
+    bone = bones["hand.L"]
+    table = tmp_path / "hand.csv"
+    table.write_text("frame,joint,x,y,confidence\n" + "".join(f"{t},{bone},1,2,0.9\n" for t in range(16)))
+    client.extract_motion(rig, path, silhouettes="none", mediapipe=True, keypoints=table).wait(timeout=300)
+    merged = fake_fit["evidence"]
+    assert np.allclose(merged.points[:, rig.index(bone)], [1, 2]) and np.allclose(
+        merged.confidence[:, rig.index(bone)], 0.9)
+
+
+def test_mediapipe_is_refused_for_a_quadruped_or_without_its_environment(client, files, monkeypatch):
+    from kirin.kirin_addon.families import build_creature
+
+    rig = build_creature("quadruped", 3).rig
+    before = job_count(client)
+    monkeypatch.setenv("KIRIN_MEDIAPIPE_PYTHON", sys.executable)  # any Python: the rig is checked next
+    with pytest.raises(BackendError) as info:
+        client.extract_motion(rig, files["video"], silhouettes="none", mediapipe=True)
+    assert info.value.status == 422 and "humanoid" in info.value.message
+    monkeypatch.setenv("KIRIN_MEDIAPIPE_PYTHON", "/nowhere/python")
+    with pytest.raises(BackendError) as info:
+        client.extract_motion(rig, files["video"], mediapipe=True)
+    assert info.value.status == 422 and "setup_env.sh" in info.value.message
+    assert job_count(client) == before
 
 
 # ----------------------------------------------------------------------------- bad input: 4xx, no job
