@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     ext.add_argument("--video", required=True, help="the driving video (any container/codec FFmpeg reads)")
     ext.add_argument("--keypoints", help="2D keypoints file (JSON/CSV: frame, joint, x, y, confidence)")
     ext.add_argument("--silhouettes", default="background",
-                     help="background (subtraction, a static camera), none, or a folder of mask PNGs")
+                     help="background (subtraction; a static or slow camera), none, or a folder of masks")
     ext.add_argument("--start", type=int, default=0, help="first video frame (0-based)")
     ext.add_argument("--stop", type=int, help="video frame to stop before (default: the end)")
     ext.add_argument("--stride", type=int, default=1, help="use every n-th frame")

@@ -227,7 +227,7 @@ class ExtractIn(_Strict):
     )
     silhouettes: str = Field(
         "background", min_length=1, max_length=4096,
-        description="'background' (background subtraction, a static camera), 'none', or a folder of masks",
+        description="'background' (subtraction; a static or slow camera), 'none', or a mask folder",
     )
     fps: float | None = Field(None, gt=0, le=1000, allow_inf_nan=False,
                               description="the scene's frame rate; null: the clip's")
