@@ -39,6 +39,7 @@ class Evidence2D:
     points: np.ndarray  # (T,J,2) pixels, x right, y down, NaN where unknown
     confidence: np.ndarray  # (T,J) in [0,1], 0 where unknown
     silhouettes: np.ndarray | None = None  # (T,h,w) float32 in [0,1], same aspect as the video
+    silhouettes_dropped: int = 0  # frames whose silhouette `combine` dropped: the points contradict it
 
     @property
     def frame_count(self) -> int:
@@ -874,6 +875,8 @@ def combine(image_size: tuple[int, int], fps: float, joint_count: int, *,
     `keypoints` and `tracks` are (points (T,J,2), confidence (T,J)) pairs. Where a track has a marker
     (confidence > 0) for a joint in a frame it wins over the file's keypoint — a tracked marker is
     placed by the user; elsewhere the keypoint is kept. All sources must have the same frame count.
+    A frame's silhouette that most of its confident points fall outside is dropped
+    (`drop_contradicted_silhouettes`).
     """
     counts = {}
     for name, pair in (("keypoints", keypoints), ("tracks", tracks)):
@@ -900,6 +903,43 @@ def combine(image_size: tuple[int, int], fps: float, joint_count: int, *,
         use = c > 0
         points[use] = p[use]
         conf[use] = c[use]
-    evidence = Evidence2D(image_size=(int(image_size[0]), int(image_size[1])), fps=float(fps),
-                          points=points, confidence=conf, silhouettes=silhouettes)
+    dropped = 0
+    if silhouettes is not None:
+        silhouettes, dropped = drop_contradicted_silhouettes(silhouettes, points, conf, image_size)
+    evidence = Evidence2D(image_size=(int(image_size[0]), int(image_size[1])), fps=float(fps), points=points,
+                          confidence=conf, silhouettes=silhouettes, silhouettes_dropped=dropped)
     return evidence.validate(joint_count)
+
+
+MIN_CHECK_POINTS = 4  # confident points a frame needs before they may overrule its silhouette
+CHECK_CONFIDENCE = 0.5
+MIN_POINTS_INSIDE = 0.5  # share of them that must lie in (or near) the silhouette
+INSIDE_MARGIN = 0.03  # of the mask's longer side: joints near the outline still count as inside
+
+
+def drop_contradicted_silhouettes(silhouettes: np.ndarray, points: np.ndarray, confidence: np.ndarray,
+                                  image_size: tuple[int, int]) -> tuple[np.ndarray, int]:
+    """Silhouettes without the frames where most confident points (keypoints, tracks: joint heads, inside
+    the body) fall outside the mask: background subtraction found only part of the subject there (a
+    subject that walks towards or away from the camera stays in the median background) or something
+    else, and the fit would pull the body onto that. Returns the masks (cleared there) and how many."""
+    from scipy import ndimage
+
+    silhouettes = np.array(silhouettes, dtype=np.float32)
+    frames, h, w = silhouettes.shape
+    scale = np.array([w / image_size[0], h / image_size[1]])
+    margin = max(1, int(round(INSIDE_MARGIN * max(h, w))))
+    dropped = 0
+    for t in range(frames):
+        sure = confidence[t] >= CHECK_CONFIDENCE
+        if sure.sum() < MIN_CHECK_POINTS or not silhouettes[t].any():
+            continue
+        near = ndimage.binary_dilation(silhouettes[t] >= 0.5, iterations=margin)
+        xy = np.floor(points[t, sure] * scale).astype(np.int64)
+        seen = (xy[:, 0] >= 0) & (xy[:, 0] < w) & (xy[:, 1] >= 0) & (xy[:, 1] < h)
+        inside = np.zeros(len(xy), bool)
+        inside[seen] = near[xy[seen, 1], xy[seen, 0]]
+        if inside.mean() < MIN_POINTS_INSIDE:
+            silhouettes[t] = 0.0
+            dropped += 1
+    return silhouettes, dropped

@@ -20,7 +20,8 @@ The video-prior paper's recipe on the user's own rig, in minutes on the CPU:
    silhouettes are dilated or eroded at random in each batch. A time limit stops training early.
 
 Measured (2 busy cores, one torch thread; Fox, 24 joints, 576 triangles): 3000 crops of 64² —
-poses 12 s (half from the prior), renders 7 s, 30 epochs of the network 147 s: 167 s in all.
+poses 11 s (half from the prior), renders 6 s, 24 epochs of the network 104 s: 122 s in all (30
+epochs took 167 s for the same benchmark PCK within 0.01: benchmarks/bench_video.py).
 The report in `idm.card["report"]` has the held-out joint error against the rest pose seen from
 the front and the rest pose turned to the true orientation.
 
@@ -67,7 +68,7 @@ Progress = Callable[[float, str], None]
 @dataclass
 class IDMTrainConfig:
     samples: int = 3000  # rendered crops (5 % held out for the report)
-    epochs: int = 30
+    epochs: int = 24
     batch: int = 64
     lr: float = 2e-3
     weight_decay: float = 1e-4

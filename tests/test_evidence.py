@@ -376,6 +376,26 @@ def test_combine_prefers_tracks_and_validates():
         combine((W, H), 24.0, joints + 1, keypoints=(kp_points, kp_conf))
 
 
+def test_silhouettes_that_the_points_contradict_are_dropped():
+    """A frame whose confident joints mostly lie off its mask loses the mask (a partial silhouette would
+    pull the body onto itself); a frame whose joints lie in it, or with too few sure points, keeps it."""
+    count, joints = 3, 6
+    sil = np.zeros((count, 60, 80), np.float32)
+    sil[:, 20:40, 30:50] = 1  # x 30–50, y 20–40 of 80×60: video pixels × W/80
+    inside = np.array([[40.0, 30.0], [35.0, 25.0], [45.0, 35.0], [49.0, 39.0], [31.0, 21.0], [40.0, 22.0]])
+    outside = inside + [25.0, 0.0]
+    scale = np.array([W / 80, H / 60])
+    points = np.stack([inside, outside, outside]) * scale
+    conf = np.ones((count, joints))
+    conf[2, 2:] = 0.2  # frame 2: only two sure points, not enough to overrule its mask
+    ev = combine((W, H), 24.0, joints, keypoints=(points, conf), silhouettes=sil)
+    assert ev.silhouettes_dropped == 1
+    assert ev.silhouettes[0].sum() == sil[0].sum() and ev.silhouettes[2].sum() == sil[2].sum()
+    assert not ev.silhouettes[1].any()
+    assert sil[1].any()  # the caller's masks are left as they were
+    assert combine((W, H), 24.0, joints, silhouettes=sil).silhouettes_dropped == 0  # nothing to check
+
+
 def test_validate_messages():
     points = np.zeros((2, 3, 2))
     conf = np.ones((2, 3))

@@ -340,6 +340,7 @@ class ExtractService:
                 "mediapipe": notes.pop("mediapipe", None),
                 "tracks": [job.rig.names[j] for j in job.tracks],
                 "silhouettes": job.silhouettes if job.silhouettes in SILHOUETTE_SOURCES else "masks",
+                "silhouettes_dropped": int(evidence.silhouettes_dropped),
             },
             "reprojection_px_mean": float(seen.mean()) if seen.size else None,
             "reprojection_px_median": float(np.median(seen)) if seen.size else None,

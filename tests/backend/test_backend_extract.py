@@ -70,7 +70,7 @@ def test_extract_fits_the_rig_to_the_video_at_the_scene_rate(client, files):
     report = result.report
     assert report["video_frames"] == 12 and report["clip_fps"] == FPS and report["image_size"] == list(SIZE)
     assert report["evidence"] == {"keypoints": "walk.csv", "keypoint_bones": 4, "mediapipe": None,
-                                  "tracks": [], "silhouettes": "background"}
+                                  "tracks": [], "silhouettes": "background", "silhouettes_dropped": 0}
     assert "idm" not in report
     assert result.reprojection_px.shape == (12,)
     assert report["seconds_per_frame"] > 0 and "losses" in report["fit"]
