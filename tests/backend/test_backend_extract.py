@@ -69,8 +69,10 @@ def test_extract_fits_the_rig_to_the_video_at_the_scene_rate(client, files):
     assert np.isfinite(result.motion.rotations).all() and np.isfinite(result.motion.root_positions).all()
     report = result.report
     assert report["video_frames"] == 12 and report["clip_fps"] == FPS and report["image_size"] == list(SIZE)
+    # The capsules' largest connected piece is the mask: where it holds too few keypoints it is dropped.
+    assert 0 <= report["evidence"].pop("silhouettes_dropped") < 12
     assert report["evidence"] == {"keypoints": "walk.csv", "keypoint_bones": 4, "mediapipe": None,
-                                  "tracks": [], "silhouettes": "background", "silhouettes_dropped": 0}
+                                  "tracks": [], "silhouettes": "background"}
     assert "idm" not in report
     assert result.reprojection_px.shape == (12,)
     assert report["seconds_per_frame"] > 0 and "losses" in report["fit"]
