@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from bpy.props import FloatProperty, FloatVectorProperty, IntProperty, StringProperty
+from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
 
 from ..kirin_addon.backend.client import BackendClient, BackendError, PoseResult
 from ..kirin_addon.motion import Motion, MotionError, forward_kinematics, pin_frames
@@ -32,6 +32,7 @@ from ..kirin_addon.skinning import SkinnedMesh
 from . import scene_io
 from .backend_ops import connect
 from .motion_file import target_frame
+from .properties import WALK_METHODS
 
 NAME_LIMIT = 63  # bytes in a Blender ID name
 PICK_RADIUS = 40.0  # pixels: how near the mouse a bone must be to be grabbed by the drag tool
@@ -575,6 +576,9 @@ class KIRIN_OT_walk_between_keys(AnyModeArmature, bpy.types.Operator):
     bl_label = "Walk Between Keys"
     bl_options = {"REGISTER", "UNDO"}
 
+    method: EnumProperty(name="Walk", items=WALK_METHODS, default="GUIDED",
+                         options={"SKIP_SAVE"}, description="Unset: the panel's choice")
+
     def execute(self, context):
         started = time.perf_counter()
         try:
@@ -597,8 +601,10 @@ class KIRIN_OT_walk_between_keys(AnyModeArmature, bpy.types.Operator):
             offsets = keys - first
             poses = Motion(span.fps, span.root_positions[offsets], span.rotations[offsets],
                            None if span.translations is None else span.translations[offsets])
+            method = self.method if self.properties.is_property_set("method") else \
+                context.scene.kirin.pose_walk_method
             result = connect(context).walk_poses(*scene.request(poses), np.diff(keys).tolist(),
-                                                 mesh=scene.mesh)
+                                                 mesh=scene.mesh, method=method.lower())
             walked = scene.from_answer(result.motion)
             # The keys exactly as keyed (the prior brings them back only up to its precision).
             keep = Motion(walked.fps, walked.root_positions.copy(), walked.rotations.copy(),

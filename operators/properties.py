@@ -50,10 +50,15 @@ class KirinTrackBone(bpy.types.PropertyGroup):
 
 
 SILHOUETTE_ITEMS = [
-    ("BACKGROUND", "Background", "Subtract the static background: the moving creature is the silhouette "
-     "(a fixed camera)"),
+    ("BACKGROUND", "Background", "Subtract the background: the moving creature is the silhouette (a fixed "
+     "or slowly moving camera)"),
     ("MASKS", "Mask folder", "A folder of mask images, one per video frame (white: the creature)"),
     ("NONE", "None", "Fit to keypoints and tracks only"),
+]
+WALK_METHODS = [
+    ("GUIDED", "Guided", "Per-joint slerp of the keys, corrected by the pose prior (keys exact)"),
+    ("LATENT", "Latent", "ViPS' walk: the keys DDIM-inverted into the prior's noise, slerped there and "
+     "decoded"),
 ]
 
 
@@ -136,6 +141,8 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
                                  description="How far the pose prior may move a dragged or projected pose "
                                  "from your edit towards a plausible one (0: the model's default)")
     pose_seed: IntProperty(name="Seed", default=0, min=0, description="Which pose Sample Pose draws")
+    pose_walk_method: EnumProperty(name="Walk", items=WALK_METHODS, default="GUIDED",
+                                   description="How Walk Between Keys goes through the pose space")
 
 
 CLASSES = (KirinJointMapItem, KirinTrackBone, KirinArmatureSettings, KirinSceneSettings)

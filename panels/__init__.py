@@ -189,7 +189,9 @@ class KIRIN_PT_pose_space(_KirinPanel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("kirin.sample_pose", icon="POSE_HLT")
         row.prop(settings, "pose_seed", text="Seed")
-        layout.operator("kirin.walk_between_keys", icon="IPO_BEZIER")
+        row = layout.row(align=True)
+        row.operator("kirin.walk_between_keys", icon="IPO_BEZIER")
+        row.prop(settings, "pose_walk_method", text="")
 
 
 class KIRIN_PT_binding(_KirinPanel, bpy.types.Panel):

@@ -270,6 +270,22 @@ def test_walk_between_keys_makes_a_new_action_through_the_keys(creature):
     between = heads(arm, rig)
     assert np.isfinite(between).all()
 
+    # The latent walk (ViPS: the keys DDIM-inverted, slerped in the prior's noise), chosen in the panel.
+    arm.animation_data.action = mine
+    arm.animation_data.action_slot = mine.slots[0]
+    bpy.context.scene.kirin.pose_walk_method = "LATENT"
+    try:
+        assert bpy.ops.kirin.walk_between_keys() == {"FINISHED"}
+    finally:
+        bpy.context.scene.kirin.pose_walk_method = "GUIDED"
+    assert arm.animation_data.action not in (mine, walked)
+    for frame, pose in zip(keyed, key_poses, strict=True):
+        bpy.context.scene.frame_set(frame)
+        assert np.abs(basis(arm) - pose).max() < 1e-4, frame
+    bpy.context.scene.frame_set(5)
+    latent = heads(arm, rig)
+    assert np.isfinite(latent).all() and np.abs(latent - between).max() > 1e-4  # another way through
+
     # Selected keyframes only: the walk spans the selected ones; one selected frame is not enough.
     arm.animation_data.action = mine
     arm.animation_data.action_slot = mine.slots[0]
