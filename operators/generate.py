@@ -105,27 +105,10 @@ def read_request(context, *, prompt: str, image: str, frames: int, variants: int
     if not 0 <= seed < 2**31:
         raise scene_io.SceneError(f"The seed must be from 0 to {2**31 - 1}, got {seed}.")
     image_path = check_image(image) if image else None
-    arm = scene_io.armature_from_context(context)
-    scene_io.check_object_scale(arm)
-    rig = scene_io.read_rig(arm)
-    if not np.any(rig.deform):
-        raise scene_io.SceneError(
-            f"The armature '{arm.name}' has no deform bones: mark the bones that move the mesh as Deform."
-        )
+    arm, rig = scene_io.deforming_armature(context)
     frame = target_frame(arm, rig)
     to_canonical = frame.matrix()
-    mesh = None
-    # The skin: the selected mesh if it is bound to this armature, else its largest bound mesh.
-    active = context.active_object
-    meshes = [o for o in context.scene.objects if o.type == "MESH" and o.find_armature() == arm]
-    if meshes:
-        try:
-            body = active if active in meshes else max(meshes, key=lambda o: len(o.data.vertices))
-            mesh = scene_io.read_skinned_mesh(body, arm, rig)
-            mesh = SkinnedMesh(mesh.vertices @ to_canonical[:3, :3].T + to_canonical[:3, 3], mesh.triangles,
-                               mesh.joint_indices, mesh.joint_weights)
-        except scene_io.SceneError:
-            mesh = None  # an unweighted child mesh: generate for the bones alone
+    mesh = scene_io.read_armature_skin(context, arm, rig, to_canonical)  # None: the bones alone
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
     request = GenerateInput(arm.name, rig, rig.transformed(to_canonical), to_canonical, mesh, prompt or None,

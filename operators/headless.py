@@ -45,6 +45,22 @@ def disable_extension(module: str) -> None:
     addon_utils.disable(module, default_set=True, handle_error=_raise)
 
 
+def start_with_backend(backend_python: str | None, device: str, threads: int) -> str:
+    """A fresh empty Blender with Kirin enabled and its backend preferences set (the Python of the
+    backend environment, device, threads); returns the module, for `disable_extension` at the end."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    module = enable_extension()
+    try:
+        prefs = bpy.context.preferences.addons[module].preferences
+        if backend_python:
+            prefs.backend_python = os.path.abspath(backend_python)
+        prefs.backend_device, prefs.backend_threads = device, threads
+    except BaseException:
+        disable_extension(module)
+        raise
+    return module
+
+
 def link_blend_objects(path: str) -> None:
     """Append every object of a .blend file into the scene."""
     with bpy.data.libraries.load(path) as (src, dst):
@@ -312,16 +328,10 @@ def run_generate(rig_file: str | None, prompt: str, out: str, image: str | None 
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    module = enable_extension()
+    module = start_with_backend(backend_python, device, threads)
     timings["start_blender"] = time.perf_counter() - t0
     generate = sys.modules[f"{module}.operators.generate"]
     try:
-        prefs = bpy.context.preferences.addons[module].preferences
-        if backend_python:
-            prefs.backend_python = os.path.abspath(backend_python)
-        prefs.backend_device = device
-        prefs.backend_threads = threads
         t = time.perf_counter()
         if rig_file:
             arm, meshes = import_rig_file(os.path.abspath(rig_file))

@@ -79,15 +79,10 @@ def run_bind(mesh_file: str | None, out: str, template: str | None = None, metho
     Generate Motion with `prompt` if given; save the .blend and return (and write) a report."""
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    module = headless.enable_extension()
+    module = headless.start_with_backend(backend_python, device, threads)
     binding = sys.modules[f"{module}.operators.binding"]
     generate = sys.modules[f"{module}.operators.generate"]
     try:
-        prefs = bpy.context.preferences.addons[module].preferences
-        if backend_python:
-            prefs.backend_python = os.path.abspath(backend_python)
-        prefs.backend_device, prefs.backend_threads = device, threads
         t = time.perf_counter()
         body = import_mesh(os.path.abspath(mesh_file) if mesh_file else None, creature_seed)
         timings["load_mesh"] = time.perf_counter() - t

@@ -47,14 +47,9 @@ def run_extract(rig_file: str | None, video: str, out: str, *, keypoints: str | 
                                 f"{silhouettes}")
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    module = headless.enable_extension()
+    module = headless.start_with_backend(backend_python, device, threads)
     video_ops = sys.modules[f"{module}.operators.video"]
     try:
-        prefs = bpy.context.preferences.addons[module].preferences
-        if backend_python:
-            prefs.backend_python = os.path.abspath(backend_python)
-        prefs.backend_device, prefs.backend_threads = device, threads
         t = time.perf_counter()
         if rig_file:
             arm, meshes = headless.import_rig_file(os.path.abspath(rig_file))

@@ -85,20 +85,6 @@ def pose_armature(context, pose_mode: bool) -> bpy.types.Object:
     return obj
 
 
-def skin_of(context, arm: bpy.types.Object, rig: Rig) -> SkinnedMesh | None:
-    """The armature's skin in armature space: the selected bound mesh, else its largest; None when
-    no mesh is bound with weights (the prior then sees the bones alone)."""
-    meshes = [o for o in context.scene.objects if o.type == "MESH" and o.find_armature() == arm]
-    if not meshes:
-        return None
-    selected = [o for o in meshes if o.select_get()]
-    body = max(selected or meshes, key=lambda o: len(o.data.vertices))
-    try:
-        return scene_io.read_skinned_mesh(body, arm, rig)
-    except scene_io.SceneError:
-        return None
-
-
 @dataclass
 class PoseScene:
     """An armature read for pose requests, and the canonical frame the requests travel in."""
@@ -114,10 +100,7 @@ class PoseScene:
         scene_io.check_object_scale(arm)
         rig = scene_io.read_rig(arm)
         matrix = target_frame(arm, rig).matrix()
-        mesh = skin_of(context, arm, rig) if with_mesh else None
-        if mesh is not None:
-            mesh = SkinnedMesh(mesh.vertices @ matrix[:3, :3].T + matrix[:3, 3], mesh.triangles,
-                               mesh.joint_indices, mesh.joint_weights)
+        mesh = scene_io.read_armature_skin(context, arm, rig, matrix) if with_mesh else None
         render = context.scene.render
         return cls(arm.name, rig, matrix, mesh, render.fps / render.fps_base)
 

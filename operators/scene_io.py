@@ -76,6 +76,18 @@ def armature_from_context(context) -> bpy.types.Object:
     return obj
 
 
+def deforming_armature(context) -> tuple[bpy.types.Object, Rig]:
+    """The armature a job works on and its rig: unscaled, with deform bones (SceneError otherwise)."""
+    arm = armature_from_context(context)
+    check_object_scale(arm)
+    rig = read_rig(arm)
+    if not np.any(rig.deform):
+        raise SceneError(
+            f"The armature '{arm.name}' has no deform bones: mark the bones that move the mesh as Deform."
+        )
+    return arm, rig
+
+
 def read_rig(obj: bpy.types.Object) -> Rig:
     """Armature object → Rig (armature space), validated."""
     if obj is None or obj.type != "ARMATURE":
@@ -167,6 +179,27 @@ def read_skinned_mesh(mesh_obj: bpy.types.Object, arm_obj: bpy.types.Object, rig
     if not np.any(weights > 0):
         raise SceneError(f"No vertex group of '{mesh_obj.name}' matches a bone of '{arm_obj.name}'.")
     return SkinnedMesh(vertices, triangles, np.maximum(joints, 0), weights)
+
+
+def read_armature_skin(context, arm_obj: bpy.types.Object, rig: Rig,
+                       matrix: np.ndarray | None = None) -> SkinnedMesh | None:
+    """The armature's skin: the active mesh when it is bound to the armature, else the largest of the
+    selected bound meshes, else the largest bound mesh; None when no mesh is bound with weights (the
+    bones alone then). `matrix` (4,4) moves its vertices (armature space → the canonical frame)."""
+    meshes = [o for o in context.scene.objects if o.type == "MESH" and o.find_armature() == arm_obj]
+    if not meshes:
+        return None
+    active = context.active_object
+    selected = [o for o in meshes if o.select_get()]
+    body = active if active in meshes else max(selected or meshes, key=lambda o: len(o.data.vertices))
+    try:
+        mesh = read_skinned_mesh(body, arm_obj, rig)
+    except SceneError:
+        return None  # an unweighted child mesh
+    if matrix is None:
+        return mesh
+    return SkinnedMesh(mesh.vertices @ matrix[:3, :3].T + matrix[:3, 3], mesh.triangles, mesh.joint_indices,
+                       mesh.joint_weights)
 
 
 def write_vertex_groups(obj: bpy.types.Object, names: list[str], indices: np.ndarray, weights: np.ndarray,

@@ -99,19 +99,6 @@ def read_tracks(clip, assignments, rig: Rig) -> dict[str, np.ndarray]:
     return out
 
 
-def read_skin(context, arm, rig: Rig) -> SkinnedMesh | None:
-    """The armature's skin: the selected mesh if it is bound to it, else its largest bound mesh."""
-    active = context.active_object
-    meshes = [o for o in context.scene.objects if o.type == "MESH" and o.find_armature() == arm]
-    if not meshes:
-        return None
-    body = active if active in meshes else max(meshes, key=lambda o: len(o.data.vertices))
-    try:
-        return scene_io.read_skinned_mesh(body, arm, rig)
-    except scene_io.SceneError:
-        return None  # an unweighted child mesh: fit the bones' capsules
-
-
 def read_request(context, *, video: str, first: int, last: int, stride: int, keypoints: str,
                  silhouettes: str, masks: str, clip: str, epochs: int, idm: bool,
                  mediapipe: bool = False) -> VideoInput:
@@ -151,22 +138,13 @@ def read_request(context, *, video: str, first: int, last: int, stride: int, key
     else:
         sil = source.lower()
 
-    arm = scene_io.armature_from_context(context)
-    scene_io.check_object_scale(arm)
-    rig = scene_io.read_rig(arm)
-    if not np.any(rig.deform):
-        raise scene_io.SceneError(
-            f"The armature '{arm.name}' has no deform bones: mark the bones that move the mesh as Deform."
-        )
+    arm, rig = scene_io.deforming_armature(context)
     tracks = read_tracks(movie, context.scene.kirin.video_tracks, rig) if movie is not None else {}
     if keypoints_path is None and not tracks and sil == "none" and not mediapipe:
         raise scene_io.SceneError("Nothing to fit to: give a keypoints file, use MediaPipe Pose (humanoid "
                                   "rigs), assign Movie Clip tracks to bones, or use silhouettes.")
     to_canonical = target_frame(arm, rig).matrix()
-    mesh = read_skin(context, arm, rig)
-    if mesh is not None:
-        mesh = SkinnedMesh(mesh.vertices @ to_canonical[:3, :3].T + to_canonical[:3, 3], mesh.triangles,
-                           mesh.joint_indices, mesh.joint_weights)
+    mesh = scene_io.read_armature_skin(context, arm, rig, to_canonical)  # None: the bones' capsules
     scene = context.scene
     return VideoInput(arm.name, rig, rig.transformed(to_canonical), to_canonical, mesh, video, first - 1,
                       last or None, int(stride), keypoints_path, tracks, sil,
