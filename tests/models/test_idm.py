@@ -30,14 +30,6 @@ TINY = IDMConfig(crop=32, channels=(8, 16, 32), hidden=64)
 QUICK = IDMTrainConfig(samples=600, epochs=14, batch=32, lr=3e-3, prior=False, time_limit=60.0)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def creature():
     return build_creature("quadruped", 3)

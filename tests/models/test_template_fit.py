@@ -43,14 +43,6 @@ from kirin.models.template_fit import FitConfig, fit_template
 GOAL = 0.05  # mean joint-position error, fraction of body size
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _similarity(seed: int, scale: float) -> np.ndarray:
     rng = np.random.default_rng(seed)
     matrix = np.eye(4)

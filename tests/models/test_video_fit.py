@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from kirin.kirin_addon.camera import PinholeCamera
 from kirin.kirin_addon.controllers import generate
@@ -30,14 +29,6 @@ from kirin.models.video_fit import VideoFitConfig, VideoFitError, VideoFitResult
 
 FRAMES = 20
 SIZE = 160
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
