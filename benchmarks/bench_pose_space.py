@@ -9,17 +9,24 @@ joints above it) moved 5–25 % of body size in a random direction. Sections (--
 
 1. latency — per rig (≤ 64 joints) --count projections of random drags (`prior.project`, the
    default backend: ONNX when it runs): median and p95 ms, against the plain IK that the
-   projection starts from (`solve_handles`, same drags, same stiffness) timed in the same run.
+   projection starts from (`solve_handles`, same drags, same stiffness) timed in the same run, and
+   the projection keeping to the rig's ranges (below) timed too.
    Goal: median ≤ 50 ms per projection (DESIGN.md). Rig files under --assets without clips (the
    Quaternius modular humanoids) are imported with Blender and dragged from their rest pose.
 2. plausibility — the same drags three ways: (a) the unprojected edit (`Projection.edit`, damped
    least-squares IK over the whole tree), (b) Blender's own IK constraint (the rig as an armature,
    the start pose as an Action, an IK constraint with the chain up to the root on the bone whose
    tail is the dragged joint, targeting an empty, evaluated by the depsgraph, read back as a pose),
-   (c) the projection. Per pose: the share of joints outside the rig's data limits, the distance to
+   (c) the projection by the prior alone, (d) the projection keeping to the rig's ranges, as Pose
+   Space does on an armature with actions (`JointLimits.from_motion` of them): here the ranges of
+   the rig's clips other than the dragged pose's own (a rig with one clip: its frames more than
+   RANGE_WINDOW frames from the dragged one), so the clip being edited never tells its own range.
+   Per pose: the share of joints outside the rig's data limits (all its clips), the distance to
    the nearest data pose (mean joint distance, body sizes) and the handle error (body sizes).
    Goal: the projection is more plausible than IK (fewer violations, nearer the data) at a
    comparable handle error; quadrupeds' projected poses stay close to what their clips visit.
+   The verdict is on (d); (c) is reported beside it (the prior alone knows a rig's ranges only
+   as well as its samples do: see models/weights/pose/MODEL_CARD.md).
 3. fsd — rigs with ≥ 30 data poses: --samples poses sampled by the prior and as many random valid
    poses (uniform inside the data limits, and inside the default limits) against the data poses:
    Fréchet distance of normalised joint positions (ViPS' FSD). Goal: prior < random.
@@ -106,7 +113,10 @@ COMPARABLE_ERROR = 0.02  # body sizes: handle errors within this of IK's count a
 # Without a pose bank: rigs known to need bone translations (never trained on).
 KNOWN_BROKEN = ("dinosaurs_pack/", "easy_enemies_pack/Rat", "easy_enemies_pack/Snake", "khronos_fox/")
 NOT_TRAINED = ("held-out", "broken", "unseen")
-METHODS = ("IK", "Blender", "prior")  # plain DLS IK (the unprojected edit), Blender's IK, projected
+# plain DLS IK (the unprojected edit), Blender's IK, projected by the prior alone, projected keeping to
+# the ranges of the rig's other clips (what Pose Space does on an armature with actions)
+METHODS = ("IK", "Blender", "prior", "ranges")
+RANGE_WINDOW = 15  # frames: a one-clip rig's ranges leave out the frames this near the dragged pose
 
 
 @dataclass
@@ -296,27 +306,48 @@ def make_drags(rd: RigData, count: int, rng: np.random.Generator) -> list[Drag]:
     return drags
 
 
+def known_ranges(rd: RigData, start: int) -> JointLimits:
+    """The ranges Pose Space would read from the rig's actions while data pose `start` is dragged,
+    its own clip not among them: every other clip of the rig, or, for a rig with one clip, its
+    frames more than RANGE_WINDOW frames away; the dragged pose itself is always in."""
+    own = next(k for k, (a, b) in enumerate(rd.spans) if a <= start < b)
+    if len(rd.spans) > 1:
+        known = [np.arange(a, b) for k, (a, b) in enumerate(rd.spans) if k != own]
+    else:
+        a, b = rd.spans[0]
+        frames = np.arange(a, b)
+        known = [frames[np.abs(frames - start) > RANGE_WINDOW]]
+    return JointLimits.from_poses(rd.skeleton, rd.deltas[np.concatenate(known + [[start]]).astype(np.int64)])
+
+
 def run_drags(prior: PosePrior, rd: RigData, drags: list[Drag]) -> dict:
-    """Each drag projected (timed), and the plain IK it starts from timed on its own."""
+    """Each drag projected (timed) by the prior alone and keeping to the rig's known ranges, and
+    the plain IK it starts from timed on its own."""
     skeleton = rd.skeleton
     stiffness = np.ones(rd.joints)
     stiffness[skeleton.parents < 0] = ROOT_STIFFNESS
     if drags:  # warm-up: first ONNX call, cached kinematics
         first = rd.poses[drags[0].start]
         prior.project(rd.posed, first, {drags[0].joint: drags[0].canonical_target(first)})
-    project_s, ik_s, edits, projected = [], [], [], []
+    project_s, ranges_s, ik_s, edits, projected, kept = [], [], [], [], [], []
     for k, drag in enumerate(drags):
         pose = rd.poses[drag.start]
+        targets = {drag.joint: drag.canonical_target(pose)}
         started = time.perf_counter()
-        result = prior.project(rd.posed, pose, {drag.joint: drag.canonical_target(pose)}, seed=k)
+        result = prior.project(rd.posed, pose, targets, seed=k)
         project_s.append(time.perf_counter() - started)
+        if not rd.rest_only:
+            ranges = known_ranges(rd, drag.start)
+            started = time.perf_counter()
+            kept.append(prior.project(rd.posed, pose, targets, seed=k, ranges=ranges).pose.deltas)
+            ranges_s.append(time.perf_counter() - started)
         started = time.perf_counter()
         plain = solve_handles(skeleton, pose.deltas, [Handle(drag.joint, drag.target)], stiffness=stiffness)
         ik_s.append(time.perf_counter() - started)
         edits.append(plain)  # plain IK: every joint equally stiff (the prior's own edit is not the baseline)
         projected.append(result.pose.deltas)
-    return {"project_s": np.array(project_s), "ik_s": np.array(ik_s), "IK": np.array(edits),
-            "prior": np.array(projected)}
+    return {"project_s": np.array(project_s), "ranges_s": np.array(ranges_s), "ik_s": np.array(ik_s),
+            "IK": np.array(edits), "prior": np.array(projected), "ranges": np.array(kept) if kept else None}
 
 
 # --------------------------------------------------------------------------- Blender's IK
@@ -427,30 +458,43 @@ def groups(rows: list[dict]) -> dict[str, list[dict]]:
 
 # --------------------------------------------------------------------------- 1. latency
 def latency_row(rd: RigData, runs: dict) -> dict:
-    ms, ik = runs["project_s"] * 1e3, runs["ik_s"] * 1e3
+    ms, ik, kept = runs["project_s"] * 1e3, runs["ik_s"] * 1e3, runs["ranges_s"] * 1e3
     return {"rig": rd.name, "status": rd.status, "start": "rest" if rd.rest_only else "data",
             "joints": rd.joints, "drags": len(ms), "median_ms": float(np.median(ms)),
             "p95_ms": float(np.percentile(ms, 95)), "ik_median_ms": float(np.median(ik)),
-            "ratio": float(np.median(ms) / max(np.median(ik), 1e-9))}
+            "ratio": float(np.median(ms) / max(np.median(ik), 1e-9)),
+            "ranges_median_ms": float(np.median(kept)) if len(kept) else float("nan"),
+            "ranges_p95_ms": float(np.percentile(kept, 95)) if len(kept) else float("nan")}
 
 
 def report_latency(rows: list[dict]) -> dict:
     print("\n== 1. Latency: one projected single-handle drag (default backend) vs plain IK ==")
-    table(["rig", "train", "start", "J", "drags", "median ms", "p95 ms", "IK ms", "ratio"],
+    table(["rig", "train", "start", "J", "drags", "median ms", "p95 ms", "IK ms", "ratio", "ranges median",
+           "ranges p95"],
           [[r["rig"], r["status"], r["start"], r["joints"], r["drags"], fmt(r["median_ms"], ".1f"),
-            fmt(r["p95_ms"], ".1f"), fmt(r["ik_median_ms"], ".2f"), fmt(r["ratio"], ".1f")] for r in rows])
+            fmt(r["p95_ms"], ".1f"), fmt(r["ik_median_ms"], ".2f"), fmt(r["ratio"], ".1f"),
+            fmt(r["ranges_median_ms"], ".1f"), fmt(r["ranges_p95_ms"], ".1f")] for r in rows])
     medians = [r["median_ms"] for r in rows]
+    kept = [r for r in rows if math.isfinite(r["ranges_median_ms"])]
+    medians_kept = [r["ranges_median_ms"] for r in kept]
     worst = max(rows, key=lambda r: r["median_ms"]) if rows else {"median_ms": float("nan"), "rig": None}
     summary = {"rigs": len(rows), "median_of_medians_ms": float(np.median(medians)) if rows else float("nan"),
                "worst_median_ms": worst["median_ms"], "worst_rig": worst["rig"],
                "max_p95_ms": max((r["p95_ms"] for r in rows), default=float("nan")),
                "ratio_median": float(np.median([r["ratio"] for r in rows])) if rows else float("nan"),
-               "pass": bool(rows) and all(m <= LATENCY_GOAL_MS for m in medians)}
+               "ranges_median_of_medians_ms": float(np.median(medians_kept)) if kept else float("nan"),
+               "ranges_worst_median_ms": max(medians_kept, default=float("nan")),
+               "ranges_max_p95_ms": max((r["ranges_p95_ms"] for r in kept), default=float("nan")),
+               "pass": bool(rows) and all(m <= LATENCY_GOAL_MS for m in medians + medians_kept)}
     within = sum(m <= LATENCY_GOAL_MS for m in medians)
     print(f"verdict: {verdict(summary['pass'])} — median per projection ≤ {LATENCY_GOAL_MS:.0f} ms on "
           f"{within}/{len(rows)} rigs (median of medians {fmt(summary['median_of_medians_ms'], '.1f')} ms, "
           f"worst {fmt(summary['worst_median_ms'], '.1f')} ms on {summary['worst_rig']}, worst p95 "
-          f"{fmt(summary['max_p95_ms'], '.1f')} ms; {fmt(summary['ratio_median'], '.1f')}× plain IK)")
+          f"{fmt(summary['max_p95_ms'], '.1f')} ms; {fmt(summary['ratio_median'], '.1f')}× plain IK); "
+          f"keeping to the rig's ranges: median of medians "
+          f"{fmt(summary['ranges_median_of_medians_ms'], '.1f')} ms, worst "
+          f"{fmt(summary['ranges_worst_median_ms'], '.1f')} ms, worst p95 "
+          f"{fmt(summary['ranges_max_p95_ms'], '.1f')} ms ({len(kept)} rigs with clips)")
     return summary
 
 
@@ -486,52 +530,65 @@ def report_plausibility(rows: list[dict]) -> dict:
     def cells(r: dict, key: str, scale: float, spec: str) -> list[str]:
         return [fmt(r[m][key] * scale, spec) for m in METHODS]
 
-    table(["rig", "train", "J", "drags", "viol% IK", "Bl", "prior", "near IK", "Bl", "prior",
-           "handle IK", "Bl", "prior", "reached% prior"],
+    table(["rig", "train", "J", "drags", "viol% IK", "Bl", "prior", "ranges", "near IK", "Bl", "prior",
+           "ranges", "handle IK", "Bl", "prior", "ranges", "reached% ranges"],
           [[r["rig"], r["status"], r["joints"], r["drags"], *cells(r, "violations", 100, ".1f"),
             *cells(r, "nearest", 1, ".3f"), *cells(r, "handle", 1, ".3f"),
-            fmt(r["prior"]["reached"] * 100, ".0f")] for r in rows])
+            fmt(r["ranges"]["reached"] * 100, ".0f")] for r in rows])
     for r in rows:
         if r["blender_error"]:
             print(f"  {r['rig']}: Blender IK not measured ({r['blender_error']})")
     summary: dict = {}
+    projected = ("prior", "ranges")
     for name, members in groups(rows).items():
         if not members:
             continue
         block = {m: {k: mean([r[m][k] for r in members]) for k in ("violations", "nearest", "handle")}
                  for m in METHODS}
-        block["beats_IK"] = share(more_plausible(r["prior"], r["IK"]) for r in members)
         measured = [r for r in members if math.isfinite(r["Blender"]["nearest"])]
-        block["beats_Blender"] = share(more_plausible(r["prior"], r["Blender"]) for r in measured)
+        for m in projected:
+            block[m]["beats_IK"] = share(more_plausible(r[m], r["IK"]) for r in members)
+            block[m]["beats_Blender"] = share(more_plausible(r[m], r["Blender"]) for r in measured)
         summary[name] = block
         viol = " / ".join(fmt(block[m]["violations"] * 100, ".1f") for m in METHODS)
         near = " / ".join(fmt(block[m]["nearest"]) for m in METHODS)
         handle = " / ".join(fmt(block[m]["handle"]) for m in METHODS)
-        print(f"{name:>12} ({len(members)} rigs), IK / Blender / prior: viol% {viol}; near {near}; handle "
-              f"{handle}; prior more plausible than IK on {fmt(block['beats_IK'] * 100, '.0f')} % of rigs, "
-              f"than Blender on {fmt(block['beats_Blender'] * 100, '.0f')} %")
+        beats = "; ".join(f"{m} more plausible than IK on {fmt(block[m]['beats_IK'] * 100, '.0f')} % of "
+                          f"rigs, than Blender on {fmt(block[m]['beats_Blender'] * 100, '.0f')} %"
+                          for m in projected)
+        print(f"{name:>12} ({len(members)} rigs), IK / Blender / prior / ranges: viol% {viol}; near {near}; "
+              f"handle {handle}; {beats}")
     overall = summary.get("all")
-    ok = bool(overall) and all(more_plausible(overall["prior"], overall[b]) for b in ("IK", "Blender")
-                               if math.isfinite(overall[b]["nearest"]))
+
+    def beats_both(method: str) -> bool:
+        return bool(overall) and all(more_plausible(overall[method], overall[b]) for b in ("IK", "Blender")
+                                     if math.isfinite(overall[b]["nearest"]))
+
+    ok = beats_both("ranges")
     summary["pass"] = ok
-    print(f"verdict: {verdict(ok)} — projected poses {'beat' if ok else 'do not beat'} plain and Blender "
-          f"IK on plausibility (fewer violations, nearer the data; mean over rigs) at a handle error within "
-          f"{COMPARABLE_ERROR} body sizes of theirs")
+    summary["prior_alone_pass"] = beats_both("prior")
+    print(f"verdict: {verdict(ok)} — poses projected keeping to the rig's ranges (from its other clips) "
+          f"{'beat' if ok else 'do not beat'} plain and Blender IK on plausibility (fewer violations, nearer "
+          f"the data; mean over rigs) at a handle error within {COMPARABLE_ERROR} body sizes of theirs; by "
+          f"the prior alone they {'do' if summary['prior_alone_pass'] else 'do not'}")
     quads = [r for r in rows if r["family"] == "quadruped"]
     if quads:
         near = {m: mean([r[m]["nearest"] for r in quads]) for m in METHODS}
-        closer = share(r["prior"]["nearest"] < r["IK"]["nearest"] for r in quads)
-        untrained = mean([r["prior"]["nearest"] for r in quads if r["status"] in NOT_TRAINED])
+        closer = {m: share(r[m]["nearest"] < r["IK"]["nearest"] for r in quads) for m in projected}
+        untrained = {m: mean([r[m]["nearest"] for r in quads if r["status"] in NOT_TRAINED])
+                     for m in projected}
+        passed = all(near[m] < near["IK"] for m in projected)
         summary["quadrupeds"] = {"rigs": len(quads), "nearest": near, "closer_than_IK": closer,
-                                 "nearest_not_trained": untrained, "pass": near["prior"] < near["IK"]}
-        listed = [f"{row_label(r)} {fmt(r['prior']['nearest'])}" for r in quads]
-        print("quadrupeds, projected nearest-data distance: " + ", ".join(listed))
-        closer_than = near["prior"] < near["IK"]
-        print(f"verdict: {verdict(closer_than)} — quadruped projected poses are "
-              f"{'closer to' if closer_than else 'not closer to'} the poses their clips visit than IK's: "
-              f"{fmt(near['prior'])} vs IK {fmt(near['IK'])} / Blender {fmt(near['Blender'])} body sizes "
-              f"({len(quads)} rigs, closer on {fmt(closer * 100, '.0f')} %; not trained on: "
-              f"{fmt(untrained)})")
+                                 "nearest_not_trained": untrained, "pass": passed}
+        listed = [f"{row_label(r)} {fmt(r['prior']['nearest'])} / {fmt(r['ranges']['nearest'])}"
+                  for r in quads]
+        print("quadrupeds, projected nearest-data distance (prior / ranges): " + ", ".join(listed))
+        print(f"verdict: {verdict(passed)} — quadruped projected poses are "
+              f"{'closer to' if passed else 'not closer to'} the poses their clips visit than IK's: prior "
+              f"{fmt(near['prior'])}, ranges {fmt(near['ranges'])} vs IK {fmt(near['IK'])} / Blender "
+              f"{fmt(near['Blender'])} body sizes ({len(quads)} rigs, closer on "
+              f"{fmt(closer['prior'] * 100, '.0f')} / {fmt(closer['ranges'] * 100, '.0f')} %; not trained "
+              f"on: {fmt(untrained['prior'])} / {fmt(untrained['ranges'])})")
     return summary
 
 

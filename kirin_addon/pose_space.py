@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .motion import Motion, forward_kinematics
 from .rig import Rig
 from .rotations import matrix_to_6d, matrix_to_quat, rotvec_to_matrix, sixd_to_matrix, swing_twist_angles
 
@@ -22,6 +23,8 @@ DEFAULT_SWING = np.radians(60.0)  # joint limits of a rig with no data: a cone a
 DEFAULT_TWIST = np.radians(30.0)  # ...and a twist about it
 LIMIT_MARGIN = np.radians(5.0)  # data-derived limits: the widest angle seen plus this
 MAX_STEP = 0.5  # radians: the largest rotation one IK iteration may give a joint
+LIMIT_GIVE = 7.0  # a joint an IK solve took past its limit turns this many times less in the next
+LIMIT_ROUNDS = 3  # solves at most, each with the joints past their limits stiffer
 
 
 @dataclass
@@ -201,22 +204,51 @@ def solve_handles(
         norm = np.linalg.norm(omega, axis=-1, keepdims=True)
         omega *= np.minimum(1.0, max_step / np.maximum(norm, 1e-12))
         deltas = turn_joints(skeleton, deltas, omega)
-    return deltas
+    # Gram-Schmidt back onto rotations: products of products drift, and IK is iterated on its output.
+    return sixd_to_matrix(matrix_to_6d(deltas))
+
+
+def solve_within_limits(
+    skeleton: Skeleton,
+    deltas: np.ndarray,
+    handles: list[Handle],
+    limits: JointLimits,
+    stiffness: np.ndarray | None = None,
+    rounds: int = LIMIT_ROUNDS,
+    give: float = LIMIT_GIVE,
+    **solve,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`solve_handles` that keeps to joint limits where it can: a joint the solve takes past its
+    limit becomes `give`× stiffer and the solve runs again from `deltas` (at most `rounds` solves),
+    so the turn moves to joints with room left (stiffness is relative: where every joint that could
+    move the handle is past its limit, they share the turn as before). Of the solves, the one least
+    past the limits is kept (a stiffer joint can push the turn onto one that then passes its own).
+    Returns it and the stiffness the rounds arrived at, for a later solve of the same drag to start
+    from. `solve`: the rest of solve_handles' arguments."""
+    stiff = np.ones(skeleton.joint_count) if stiffness is None else np.array(stiffness, dtype=np.float64)
+    best, best_excess = deltas, np.inf
+    for round_ in range(rounds):
+        solved = solve_handles(skeleton, deltas, handles, stiffness=stiff, **solve)
+        excess = limits.excess(skeleton, solved)
+        if excess.sum() < best_excess:
+            best, best_excess = solved, excess.sum()
+        if not excess.any() or round_ == rounds - 1:
+            break
+        stiff = np.where(excess > 0.0, stiff * give, stiff)
+    return best, stiff
 
 
 def turn_joints(skeleton: Skeleton, deltas: np.ndarray, omega: np.ndarray) -> np.ndarray:
-    """Turn each joint m by the world rotation vector ω_m, carrying its subtree along."""
-    local = skeleton.local_rotations(deltas)
+    """Turn each joint m by the world rotation vector ω_m, carrying its subtree along: a joint's
+    whole world turn is its own after its parent's, C_j = T_j · C_parent(j), and D'_j = C_j · D_j."""
     turns = rotvec_to_matrix(omega)
-    out = np.empty_like(deltas)
+    carried = np.empty_like(turns)
     parents = skeleton.parents
     for level in skeleton.levels:
         p = parents[level]
-        rooted = p < 0
-        parent = np.where(rooted[:, None, None], np.eye(3), out[np.maximum(p, 0)])
-        out[level] = turns[level] @ parent @ local[level]
-    # Gram-Schmidt back onto rotations: products of products drift, and IK iterates on its output.
-    return sixd_to_matrix(matrix_to_6d(out))
+        rooted = (p < 0)[:, None, None]
+        carried[level] = np.where(rooted, turns[level], turns[level] @ carried[np.maximum(p, 0)])
+    return carried @ deltas
 
 
 # ----------------------------------------------------------------------------- joint limits
@@ -241,6 +273,15 @@ class JointLimits:
             np.minimum(swing.max(axis=0) + margin, np.pi),
             np.minimum(np.abs(twist).max(axis=0) + margin, np.pi),
         )
+
+    @classmethod
+    def from_motion(cls, rig: Rig, motion: Motion, margin: float = LIMIT_MARGIN) -> JointLimits:
+        """The ranges a rig's own motion shows (every frame; `from_poses`). Swing and twist do not
+        depend on the frame the rig is seen in, so an armature-space rig gives the ranges of its
+        canonical form too."""
+        world = forward_kinematics(rig, motion)[..., :3, :3]
+        deltas = world @ np.swapaxes(rig.rest_rotations, -1, -2)[None]
+        return cls.from_poses(Skeleton.from_rig(rig), deltas, margin)
 
     def violations(self, skeleton: Skeleton, deltas: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:
         """(…,J) bool: the joint swings or twists past its limit."""

@@ -27,7 +27,15 @@ import torch
 
 from ..kirin_addon.canonical import CanonicalFrame
 from ..kirin_addon.motion import Motion, forward_kinematics, motion_from_world_deltas
-from ..kirin_addon.pose_space import MAX_STEP, Handle, JointLimits, Skeleton, solve_handles
+from ..kirin_addon.pose_space import (
+    LIMIT_ROUNDS,
+    MAX_STEP,
+    Handle,
+    JointLimits,
+    Skeleton,
+    solve_handles,
+    solve_within_limits,
+)
 from ..kirin_addon.rig import Rig
 from ..kirin_addon.rotations import (
     matrix_to_6d,
@@ -241,14 +249,15 @@ class PosePrior:
         steps: int = PROJECT_STEPS,
         seed: int = 0,
         relative: bool = True,
-        clamp: bool = False,
+        ranges: JointLimits | None = None,
     ) -> Projection:
         """The plausible pose nearest `pose` whose joints `targets` (joint → canonical point) reach
         their targets, with `pins` kept where they are. `relative` (a drag): the prior's correction
         of the edit is measured against its correction of `pose` itself, so what the edit leaves
         alone stays as the animator had it; off (Project Pose): the prior's own answer. `strength`:
-        how far up the noise schedule it goes (default 0.1 relative, 0.4 not). `clamp` keeps
-        every IK step inside the joint limits the prior's samples keep to."""
+        how far up the noise schedule it goes (default 0.1 relative, 0.4 not). `ranges`: the
+        rig's own joint ranges (`JointLimits.from_motion` of its actions): every IK step keeps
+        inside them where the handles allow (`solve_within_limits`)."""
         import time
 
         started = time.perf_counter()
@@ -268,18 +277,26 @@ class PosePrior:
         if strength is None:
             strength = DRAG_STRENGTH if relative else PROJECT_STRENGTH
         self.learn_rig(posed)
-        stiffness, limits = posed.stiffness, posed.limits
+        stiffness = posed.stiffness
 
-        def reach(deltas: np.ndarray, iterations: int, max_step: float = MAX_STEP) -> np.ndarray:
-            solved = solve_handles(
-                skeleton, deltas, handles, iterations=iterations, stiffness=stiffness, max_step=max_step
+        def reach(
+            deltas: np.ndarray, iterations: int, max_step: float = MAX_STEP, rounds: int = LIMIT_ROUNDS
+        ) -> np.ndarray:
+            nonlocal stiffness
+            if ranges is None:
+                return solve_handles(
+                    skeleton, deltas, handles, iterations=iterations, stiffness=stiffness, max_step=max_step
+                )
+            # Joints one solve found past their range stay stiff in the next.
+            solved, stiffness = solve_within_limits(
+                skeleton, deltas, handles, ranges, stiffness, rounds, iterations=iterations, max_step=max_step
             )
-            return limits.clamp(skeleton, solved) if clamp else solved
+            return solved
 
         edit = reach(pose.deltas, EDIT_ITERATIONS)
 
         def guide(x0: torch.Tensor) -> torch.Tensor:
-            guided = reach(self.decode(x0[0]), GUIDE_ITERATIONS)
+            guided = reach(self.decode(x0[0]), GUIDE_ITERATIONS, rounds=1)  # the edit's stiffness will do
             return torch.cat([self.encode(guided)[None], x0[1:]])
 
         start = self.encode(pose.deltas)
@@ -321,8 +338,8 @@ class PosePrior:
         - stiffness (J,): how much each joint resists turning in IK, from how much it turns in the
           samples: a back that never bends stays straight while a leg reaches — semantic IK rather
           than an even spread over every ancestor;
-        - joint limits: the widest swing and twist the samples use (plus a margin), which guided
-          poses are kept inside."""
+        - joint limits: the widest swing and twist the samples use (plus a margin), which random
+          poses of the rig are drawn inside (the inverse-dynamics model's training poses)."""
         if posed.stiffness is None or posed.limits is None or posed.mobility is None:
             samples = self.sample(posed, RIG_SAMPLES, steps=RIG_SAMPLE_STEPS, seed=RIG_SEED)
             local = posed.skeleton.local_rotations(samples)

@@ -26,6 +26,7 @@ from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, IntPrope
 
 from ..kirin_addon.backend.client import BackendClient, BackendError, PoseResult
 from ..kirin_addon.motion import Motion, MotionError, forward_kinematics, pin_frames
+from ..kirin_addon.pose_space import JointLimits
 from ..kirin_addon.rig import Rig
 from ..kirin_addon.rotations import quat_identity
 from ..kirin_addon.skinning import SkinnedMesh
@@ -35,6 +36,7 @@ from .motion_file import target_frame
 from .properties import WALK_METHODS
 
 NAME_LIMIT = 63  # bytes in a Blender ID name
+MAX_RANGE_FRAMES = 2000  # frames of the armature's actions its joint ranges are measured on
 PICK_RADIUS = 40.0  # pixels: how near the mouse a bone must be to be grabbed by the drag tool
 TOOL_ID = "kirin.pose_space_drag_tool"
 HINT = "LMB/Enter: confirm · Esc/RMB: cancel"
@@ -131,6 +133,46 @@ class PoseScene:
         return np.asarray(point, np.float64) @ m[:3, :3].T + m[:3, 3]
 
 
+# armature name → (what its ranges were measured from, the ranges, how many actions)
+_ranges_cache: dict[str, tuple[tuple, JointLimits | None, int]] = {}
+
+
+def action_frames(arm: bpy.types.Object, rig: Rig, actions: list) -> np.ndarray:
+    """(F,J,4) local rotations of the armature's `actions` at their keys (at most
+    MAX_RANGE_FRAMES, evenly taken)."""
+    rotations = [np.zeros((0, rig.joint_count, 4))]
+    for action in actions:
+        keys = scene_io.action_key_frames(action, arm)
+        if len(keys):
+            rotations.append(scene_io.read_action(arm, rig, action, frames=keys).rotations)
+    frames = np.concatenate(rotations)
+    if len(frames) > MAX_RANGE_FRAMES:
+        frames = frames[np.linspace(0, len(frames) - 1, MAX_RANGE_FRAMES).round().astype(np.int64)]
+    return frames
+
+
+def rig_ranges(arm: bpy.types.Object, rig: Rig, request_rig: Rig,
+               wanted: bool = True) -> tuple[JointLimits | None, int]:
+    """The joint ranges the armature's own actions show (`action_frames`), measured on the rig as a
+    request sends it, and how many actions they come from; (None, 0) for an armature without
+    actions or when not `wanted`. Reading the curves is slow (≈ 0.1 s for a dozen clips), so the
+    answer is kept until a key of those actions or the rig changes."""
+    if not wanted:
+        return None, 0
+    actions = scene_io.armature_actions(arm)
+    source = (tuple(rig.names), scene_io.actions_fingerprint(actions, arm),
+              request_rig.heads.tobytes(), request_rig.tails.tobytes())
+    cached = _ranges_cache.get(arm.name)
+    if cached is not None and cached[0] == source:
+        return cached[1], cached[2]
+    frames = action_frames(arm, rig, actions)
+    ranges = None
+    if len(frames):
+        ranges = JointLimits.from_motion(request_rig, Motion(30.0, np.zeros((len(frames), 3)), frames))
+    _ranges_cache[arm.name] = (source, ranges, len(actions) if ranges is not None else 0)
+    return _ranges_cache[arm.name][1:]
+
+
 def heads(context, arm: bpy.types.Object, rig: Rig) -> np.ndarray:
     """(J,3) armature-space bone heads as the user sees them (evaluated)."""
     context.view_layer.update()
@@ -149,7 +191,7 @@ class DragSession:
     projection per move. Touches bpy only through scene_io, so that tests drive it headless."""
 
     def __init__(self, context, arm: bpy.types.Object, bone: str, client: BackendClient,
-                 strength: float | None = None):
+                 strength: float | None = None, keep_ranges: bool = True):
         self.scene = PoseScene.read(context, arm)
         rig = self.scene.rig
         if bone not in rig.names:
@@ -161,6 +203,7 @@ class DragSession:
         self.snapshot = scene_io.read_pose_channels(arm)  # the exact pose to go back to
         self.pose = scene_io.read_pose(arm, rig, self.scene.fps)
         self.request_rig, self.request_pose = self.scene.request(self.pose)
+        self.ranges, self.range_actions = rig_ranges(arm, rig, self.request_rig, keep_ranges)
         self.start_heads = heads(context, arm, rig)
         self.head = self.start_heads[self.joint].copy()  # armature space
         pinned = scene_io.selected_bones(arm, rig)
@@ -215,6 +258,7 @@ class DragSession:
             result = self.client.project_pose(
                 self.request_rig, self.request_pose, {self.joint: scene.point(target)},
                 pins=self.pins, mesh=scene.mesh, mesh_key=self.mesh_key, strength=self.strength,
+                ranges=self.ranges,
             )
             self.mesh_key = result.mesh_key or self.mesh_key
             arm = scene.object()
@@ -243,6 +287,8 @@ class DragSession:
         text = f"Pose Space Drag '{self.bone}'"
         if self.pins:
             text += f", {len(self.pins)} pinned"
+        if self.range_actions:
+            text += f", within the ranges of {self.range_actions} action(s)"
         result = self.last
         if result is not None:
             error = None if result.handle_error is None else result.handle_error[:1]
@@ -416,7 +462,8 @@ class KIRIN_OT_pose_space_drag(PoseModeArmature, bpy.types.Operator):
             bone = active.name
         if bone not in rig.names:
             raise scene_io.SceneError(f"'{arm.name}' has no bone '{bone}'.")
-        return DragSession(context, arm, bone, connect(context), _strength(self, context))
+        return DragSession(context, arm, bone, connect(context), _strength(self, context),
+                           context.scene.kirin.pose_keep_ranges)
 
     def execute(self, context):
         """The scripted drag: the bone's head to `target` (world space) in one projection."""
@@ -502,8 +549,11 @@ class KIRIN_OT_project_pose(PoseModeArmature, bpy.types.Operator):
                 raise scene_io.SceneError(f"'{arm.name}' has no bones to keep: select the bones you placed.")
             now = heads(context, arm, rig)
             targets = {int(j): scene.point(now[j]) for j in joints}
-            result = connect(context).project_pose(*scene.request(pose), targets, mesh=scene.mesh,
-                                                   strength=_strength(self, context), relative=False)
+            request_rig, request_pose = scene.request(pose)
+            ranges, _ = rig_ranges(arm, rig, request_rig, context.scene.kirin.pose_keep_ranges)
+            result = connect(context).project_pose(request_rig, request_pose, targets, mesh=scene.mesh,
+                                                   strength=_strength(self, context), relative=False,
+                                                   ranges=ranges)
             scene_io.write_pose(arm, rig, scene.from_answer(result.motion, pose))
         except ERRORS as exc:
             self.report({"ERROR"}, str(exc))
@@ -627,6 +677,7 @@ class KIRIN_TL_pose_space_drag(bpy.types.WorkSpaceTool):
 
     def draw_settings(context, layout, tool):
         layout.prop(context.scene.kirin, "pose_strength")
+        layout.prop(context.scene.kirin, "pose_keep_ranges")
 
 
 _tool_registered = False

@@ -140,6 +140,9 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
     pose_strength: FloatProperty(name="Strength", default=0.0, min=0.0, max=1.0,
                                  description="How far the pose prior may move a dragged or projected pose "
                                  "from your edit towards a plausible one (0: the model's default)")
+    pose_keep_ranges: BoolProperty(name="Keep to the rig's ranges", default=True,
+                                   description="Dragged and projected poses keep every joint within the "
+                                   "angles the armature's own actions reach (when it has any)")
     pose_seed: IntProperty(name="Seed", default=0, min=0, description="Which pose Sample Pose draws")
     pose_walk_method: EnumProperty(name="Walk", items=WALK_METHODS, default="GUIDED",
                                    description="How Walk Between Keys goes through the pose space")

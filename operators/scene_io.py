@@ -6,6 +6,7 @@ Every bulk read and write goes through `foreach_get` / `foreach_set`. Matrices c
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import bpy
@@ -370,21 +371,56 @@ def action_key_frames(action, obj: bpy.types.Object, selected: bool = False) -> 
     return np.unique(np.round(np.concatenate(found)).astype(np.int64))
 
 
+def _unescape(name: str) -> str:
+    return name.replace('\\"', '"').replace("\\\\", "\\")
+
+
+def armature_actions(obj: bpy.types.Object) -> list:
+    """Every action in the file that keys bones of this armature (by bone name)."""
+    names = {bone.name for bone in obj.pose.bones}
+    found = []
+    for action in bpy.data.actions:
+        bag = action_channelbag(action, obj)
+        for fcurve in (bag.fcurves if bag is not None else ()):
+            match = _BONE_PATH.match(fcurve.data_path)
+            if match is not None and _unescape(match["bone"]) in names:
+                found.append(action)
+                break
+    return found
+
+
+def actions_fingerprint(actions: list, obj: bpy.types.Object) -> str:
+    """A digest of the actions' keys (curve, frame, value): it changes when any key does."""
+    digest = hashlib.sha256()
+    for action in actions:
+        digest.update(action.name.encode())
+        bag = action_channelbag(action, obj)
+        for fcurve in (bag.fcurves if bag is not None else ()):
+            points = fcurve.keyframe_points
+            values = np.empty(len(points) * 2, dtype=np.float32)
+            points.foreach_get("co", values)
+            digest.update(f"{fcurve.data_path}[{fcurve.array_index}]".encode())
+            digest.update(values.tobytes())
+    return digest.hexdigest()
+
+
 def read_action(obj: bpy.types.Object, rig: Rig, action, fps: float | None = None,
-                frame_range: tuple[int, int] | None = None) -> Motion:
+                frame_range: tuple[int, int] | None = None, frames: np.ndarray | None = None) -> Motion:
     """Sample an existing Action on the armature into a Motion (rotations; root location), over
-    its frame range or the given (first, last) frames."""
+    its frame range, the given (first, last) frames or at the given `frames`."""
     bag = action_channelbag(action, obj)
     if bag is None or len(bag.fcurves) == 0:
         raise SceneError(f"The action '{action.name}' has no animation for '{obj.name}'.")
-    start, end = frame_range or (int(round(v)) for v in action.frame_range)
-    frames = np.arange(start, max(end, start) + 1, dtype=np.float64)
+    if frames is None:
+        start, end = frame_range or (int(round(v)) for v in action.frame_range)
+        frames = np.arange(start, max(end, start) + 1, dtype=np.float64)
+    frames = np.asarray(frames, dtype=np.float64)
     channels: dict[tuple[str, str], dict[int, np.ndarray]] = {}
     for fcurve in bag.fcurves:
         match = _BONE_PATH.match(fcurve.data_path)
         if match is None:
             continue
-        key = (match["bone"].replace('\\"', '"').replace("\\\\", "\\"), match["prop"])
+        key = (_unescape(match["bone"]), match["prop"])
         channels.setdefault(key, {})[fcurve.array_index] = np.array([fcurve.evaluate(f) for f in frames])
 
     count = len(frames)

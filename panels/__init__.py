@@ -185,6 +185,7 @@ class KIRIN_PT_pose_space(_KirinPanel, bpy.types.Panel):
             col.label(text="Pose Mode: drag bones with the", icon="INFO")
             col.label(text="Pose Space Drag tool")
         layout.prop(settings, "pose_strength", slider=True)
+        layout.prop(settings, "pose_keep_ranges")
         layout.operator("kirin.project_pose", icon="CON_KINEMATIC")
         row = layout.row(align=True)
         row.operator("kirin.sample_pose", icon="POSE_HLT")

@@ -18,6 +18,7 @@ from kirin.kirin_addon.pose_space import (
     pose_angles,
     random_valid_poses,
     solve_handles,
+    solve_within_limits,
 )
 from kirin.kirin_addon.rotations import (
     quat_from_axis_angle,
@@ -171,3 +172,45 @@ def test_stiff_joints_turn_less(quadruped):
     angle = lambda d: pose_angles(skeleton, d)[0]  # noqa: E731
     assert angle(stiff)[chain[:2]].sum() < 0.2 * angle(soft)[chain[:2]].sum()
     assert np.linalg.norm(skeleton.positions(stiff)[foot] - target) < 1e-3
+
+
+def test_limits_from_a_motion_do_not_depend_on_the_frame_the_rig_is_seen_in(quadruped):
+    rig, skeleton = quadruped
+    motions = [random_motion(rig, s, 0.5) for s in range(12)]
+    motion = Motion(30.0, np.concatenate([m.root_positions for m in motions]),
+                    np.concatenate([m.rotations for m in motions]))
+    limits = JointLimits.from_motion(rig, motion)
+    data = quat_to_matrix(world_deltas(rig, motion))
+    expected = JointLimits.from_poses(skeleton, data)
+    assert np.allclose(limits.swing, expected.swing) and np.allclose(limits.twist, expected.twist)
+    # The same rig turned, moved and scaled (an armature before its canonical frame) gives the same.
+    turn = np.eye(4)
+    turn[:3, :3] = 2.5 * rotvec_to_matrix(np.array([0.3, -1.1, 0.4]))
+    turn[:3, 3] = [1.0, -2.0, 0.5]
+    moved = JointLimits.from_motion(rig.transformed(turn), motion)
+    assert np.allclose(moved.swing, limits.swing, atol=1e-9)
+    assert np.allclose(moved.twist, limits.twist, atol=1e-9)
+    assert not limits.violations(skeleton, data).any()
+
+
+def test_ik_within_limits_moves_the_turn_to_joints_with_room(quadruped):
+    rig, skeleton = quadruped
+    deltas = np.broadcast_to(np.eye(3), (rig.joint_count, 3, 3)).copy()
+    foot = int(rig.foot_candidates()[0])
+    chain = np.flatnonzero(skeleton.ancestors[foot] & (skeleton.parents >= 0))
+    target = [Handle(foot, skeleton.positions(deltas)[foot] + np.array([0.0, -0.15, 0.2]))]
+    free = solve_handles(skeleton, deltas, target)
+    swing = pose_angles(skeleton, free)[0]
+    tight_joint = chain[np.argmax(swing[chain])]  # the joint plain IK turns most
+    limits = JointLimits(np.full(rig.joint_count, np.pi), np.full(rig.joint_count, np.pi))
+    limits.swing[tight_joint] = 0.3 * swing[tight_joint]
+    assert limits.violations(skeleton, free)[tight_joint]
+    kept, stiffness = solve_within_limits(skeleton, deltas, target, limits)
+    assert stiffness[tight_joint] > 1.0 and stiffness[chain].min() == 1.0
+    kept_swing = pose_angles(skeleton, kept)[0]
+    assert kept_swing[tight_joint] < 0.6 * swing[tight_joint]  # it gave way to the others...
+    assert np.linalg.norm(skeleton.positions(kept)[foot] - target[0].target) < 1e-3  # ...which reached
+    # Stiffness is relative: with no room anywhere on the chain the joints share the turn as before.
+    shut = JointLimits(np.full(rig.joint_count, 0.02), np.full(rig.joint_count, 0.02))
+    stuck, _ = solve_within_limits(skeleton, deltas, target, shut)
+    assert np.linalg.norm(skeleton.positions(stuck)[foot] - target[0].target) < 1e-3

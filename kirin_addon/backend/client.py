@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..motion import Motion
+from ..pose_space import JointLimits
 from ..rig import Rig
 from ..skinning import SkinnedMesh
 from .protocol import (
@@ -544,10 +545,12 @@ class BackendClient:
         strength: float | None = None,
         timeout: float = 10.0,
         relative: bool = True,
+        ranges: JointLimits | None = None,
     ) -> PoseResult:
         """Project a dragged pose onto plausible poses: `pose` is the current pose (one frame on
         `rig`), `targets` joint index → armature-space point, `pins` joints kept where they are;
-        `relative` False projects the pose itself (Project Pose) instead of the edit of it (a drag).
+        `relative` False projects the pose itself (Project Pose) instead of the edit of it (a drag);
+        `ranges` the rig's own joint ranges (`JointLimits.from_motion` of its actions) to keep to.
         The result has one frame; `handle_error` one value per target (in order), then per pin that
         is not a target; `reached` False with a message when a target is out of plausible reach."""
         joints = [int(j) for j in targets]
@@ -555,7 +558,8 @@ class BackendClient:
 
         def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
             return pose_project_request(
-                rig, pose, targets, pins, mesh=m, mesh_key=k, strength=strength, relative=relative
+                rig, pose, targets, pins, mesh=m, mesh_key=k, strength=strength, relative=relative,
+                ranges=None if ranges is None else (ranges.swing, ranges.twist),
             )
 
         payload = self._pose("/pose/project", build, mesh, mesh_key, timeout)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..motion import Motion
+from ..pose_space import JointLimits
 from ..rig import Rig
 from ..skinning import SkinnedMesh
 from .jobs import JobError
@@ -213,11 +214,12 @@ class PoseService:
         relative = body.get("relative", True)
         if not isinstance(relative, bool):
             raise ProtocolError("relative: expected true (a drag: relative to the pose) or false.")
+        ranges = _ranges(body.get("ranges"), count)
         posed = self.prepared(rig, mesh, key)
         pose = pose_from_motion(posed, pose_motion)
         canonical = {j: target_to_canonical(posed, p) for j, p in zip(joints, points, strict=True)}
         result = self.prior().project(
-            posed, pose, canonical, pins=pins, strength=strength, relative=relative
+            posed, pose, canonical, pins=pins, strength=strength, relative=relative, ranges=ranges
         )
         motion = pose_to_motion(posed, [result.pose], pose_motion.fps)
         return self._answer(
@@ -303,6 +305,19 @@ def _one_pose(obj: Any, rig: Rig, what: str) -> Motion:
     if motion.frame_count != 1:
         raise ProtocolError(f"{what}: expected one frame (the current pose), got {motion.frame_count}.")
     return motion
+
+
+def _ranges(obj: Any, count: int) -> JointLimits | None:
+    """The rig's own joint ranges of a request (None when it sends none)."""
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise ProtocolError("ranges: expected {swing: (J,) array, twist: (J,) array} in radians.")
+    limits = [decode_array(obj.get(part), f"ranges.{part}", (count,)) for part in ("swing", "twist")]
+    for part, values in zip(("swing", "twist"), limits, strict=True):
+        if values.min(initial=0.0) < 0.0 or values.max(initial=0.0) > np.pi:
+            raise ProtocolError(f"ranges.{part}: every joint's range is between 0 and π radians.")
+    return JointLimits(*limits)
 
 
 def _joints(obj: Any, count: int, what: str) -> list[int]:

@@ -432,11 +432,14 @@ def pose_project_request(
     mesh_key: str | None = None,
     strength: float | None = None,
     relative: bool = True,
+    ranges: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """The JSON body of POST /v1/pose/project: the current pose (a one-frame motion on `rig`), the
     joints to move with their armature-space targets, the joints to keep where they are, how far
-    the prior may move the edit (`strength` in (0, 1]; None: the backend's default) and whether the
-    prior's correction is taken relative to the current pose (a drag) or as it is (Project Pose)."""
+    the prior may move the edit (`strength` in (0, 1]; None: the backend's default), whether the
+    prior's correction is taken relative to the current pose (a drag) or as it is (Project Pose),
+    and the rig's own joint ranges to keep to (`ranges`: per-joint swing and twist limits in
+    radians, as `JointLimits.from_motion` measures them on the rig's actions; None: none)."""
     joints = [int(j) for j in targets]
     points = np.zeros((0, 3))
     if joints:
@@ -453,6 +456,9 @@ def pose_project_request(
     }
     if strength is not None:
         body["strength"] = float(strength)
+    if ranges is not None:
+        swing, twist = (np.asarray(r, np.float64) for r in ranges)
+        body["ranges"] = {"swing": encode_array(swing, "float64"), "twist": encode_array(twist, "float64")}
     return body
 
 

@@ -255,6 +255,14 @@ class PoseTargetsIn(_Strict):
     points: ArrayIn
 
 
+class PoseRangesIn(_Strict):
+    """Per-joint ranges (radians, 0..π): the widest swing of each bone from its rest direction and
+    twist about it that the rig's own actions show."""
+
+    swing: ArrayIn
+    twist: ArrayIn
+
+
 class PoseProjectIn(PoseRigIn):
     pose: MotionIn = Field(description="the current pose: one frame on the rig")
     targets: PoseTargetsIn
@@ -268,6 +276,9 @@ class PoseProjectIn(PoseRigIn):
     )
     relative: bool = Field(
         True, description="the correction relative to the current pose (a drag) or as it is (Project Pose)"
+    )
+    ranges: PoseRangesIn | None = Field(
+        None, description="the rig's own joint ranges (from its actions): kept to where the targets allow"
     )
 
 

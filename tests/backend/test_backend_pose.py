@@ -13,6 +13,7 @@ from kirin.kirin_addon.backend.protocol import UNKNOWN_MESH_KEY_STATUS, pose_pro
 from kirin.kirin_addon.canonical import detect_canonical_frame
 from kirin.kirin_addon.metrics import bone_length_error
 from kirin.kirin_addon.motion import Motion, joint_positions
+from kirin.kirin_addon.pose_space import JointLimits
 from kirin.kirin_addon.rotations import quat_identity
 
 PAW, PIN, HEAD = "mixamorig:LeftHandToe", "mixamorig:RightToeBase", "mixamorig:Head"
@@ -70,6 +71,19 @@ def test_project_reaches_a_paw_target_with_the_foot_pinned(pose_client, creature
     assert result.seconds > 0 and result.mesh_key is None
     pose = pose_client.health()["pose"]
     assert pose["loaded"] and pose["backend"] in ("onnxruntime", "torch") and pose["model"]
+
+
+def test_a_drag_keeps_to_the_ranges_it_is_given(pose_client, creature, frame):
+    rig = creature.rig
+    free = drag_paw(pose_client, creature, frame)[0]
+    turned = JointLimits.from_motion(rig, free.motion, margin=0.0).swing  # each joint's swing after the drag
+    turned[rig.parents < 0] = 0.0
+    most = int(np.argmax(turned))
+    ranges = JointLimits(np.full(rig.joint_count, np.pi), np.full(rig.joint_count, np.pi))
+    ranges.swing[most] = 0.3 * turned[most]  # the joint the drag turns most may barely turn
+    kept = drag_paw(pose_client, creature, frame, ranges=ranges)[0]
+    assert JointLimits.from_motion(rig, kept.motion, margin=0.0).swing[most] < 0.7 * turned[most]
+    assert kept.handle_error.max() < 0.03  # the other joints took the turn
 
 
 def test_an_absurd_target_is_not_reached_and_says_so(pose_client, creature, frame):
@@ -188,6 +202,10 @@ def test_bad_pose_requests_are_refused_naming_the_field(pose_client, creature):
     refused(lambda: pose_client.project_pose(rig, rest, {paw: [np.nan, 0.0, 0.0]}), "targets.points")
     refused(lambda: pose_client.project_pose(rig, rest, {}), "targets.joints")
     refused(lambda: pose_client.project_pose(rig, rest, {paw: point}, strength=0.0), "strength")
+    wrong = JointLimits(np.ones(J - 1), np.ones(J - 1))
+    refused(lambda: pose_client.project_pose(rig, rest, {paw: point}, ranges=wrong), "ranges.swing")
+    negative = JointLimits(np.ones(J), -np.ones(J))
+    refused(lambda: pose_client.project_pose(rig, rest, {paw: point}, ranges=negative), "ranges.twist")
     short = Motion(30.0, rest.root_positions, quat_identity((1, J - 1)))
     refused(lambda: pose_client.project_pose(rig, short, {paw: point}), "pose.rotations")
     refused(lambda: pose_client.project_pose(rig, Motion.rest(rig, 2), {paw: point}), "pose")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.motion import Motion, forward_kinematics
+from kirin.kirin_addon.pose_space import Skeleton
 from kirin.kirin_addon.rotations import quat_angle, quat_conjugate, quat_from_axis_angle, quat_multiply
 
 from assets_support import asset_files
@@ -416,3 +417,59 @@ def test_fox_project_and_drag(kirin):
     assert np.linalg.norm(now[pinned] - after[pinned]) / size < KEEP
     assert pose_space.drag_modal(op, bpy.context, event("RIGHTMOUSE", "PRESS")) == {"CANCELLED"}
     assert np.abs(basis(arm) - start_basis).max() < 1e-6
+
+
+
+def outside(limits, rig, motion: Motion) -> np.ndarray:
+    """(F,J) radians past `limits` of every joint in every frame of `motion` (its rotations)."""
+    bare = Motion(motion.fps, motion.root_positions, motion.rotations)
+    deltas = forward_kinematics(rig, bare)[..., :3, :3] @ np.swapaxes(rig.rest_rotations, -1, -2)
+    return limits.excess(Skeleton.from_rig(rig), deltas)
+
+
+@needs_backend
+def test_fox_drag_keeps_to_the_ranges_of_its_actions(kirin):
+    """The Fox's three clips are its actions: a drag reads their joint ranges (the panel's "Keep to
+    the rig's ranges") and keeps the dragged pose inside them far better than without."""
+    files = asset_files("khronos_fox/*.glb")
+    if not files:
+        pytest.skip("../shared/assets is absent")
+    arm, _ = headless.import_rig_file(str(files[0]))
+    rig = scene_io.read_rig(arm)
+    actions = scene_io.armature_actions(arm)
+    assert len(actions) == 3
+    pose_space, backend_ops = ext("operators.pose_space"), ext("operators.backend_ops")
+    walk = next(a for a in actions if "Walk" in a.name)
+    motion = scene_io.read_action(arm, rig, walk, frames=scene_io.action_key_frames(walk, arm))
+    arm.animation_data.action = None  # the pose is ours to set
+    pose_mode(arm)
+    dragged = feet(arm, rig)[0]
+    excess = {True: 0.0, False: 0.0}
+    for frame in (3, 9):
+        scene_io.write_pose(arm, rig, motion.sliced(frame, frame + 1))
+        start = heads(arm, rig)
+        for keep in (True, False):
+            session = pose_space.DragSession(bpy.context, arm, rig.names[dragged], backend_ops.connect(),
+                                             None, keep_ranges=keep)
+            request = session.request_rig
+            ranges = pose_space.rig_ranges(arm, rig, request)[0]
+            if keep:
+                assert session.range_actions == 3 and "within the ranges of 3 action(s)" in session.status()
+                assert np.allclose(session.ranges.swing, ranges.swing)
+                assert not outside(ranges, request, motion).any()  # they hold every frame of the walk
+            else:
+                assert session.ranges is None and session.range_actions == 0
+            assert session.move(start[dragged] + up(arm) * 0.25 * rig.body_size) is not None
+            excess[keep] += float(outside(ranges, request, scene_io.read_pose(arm, rig)).sum())
+            session.restore()
+    assert excess[True] < 0.8 * excess[False], excess
+
+    # The ranges follow the keys: one key turned far widens its bone's range.
+    before = pose_space.rig_ranges(arm, rig, request)[0]
+    bag = scene_io.action_channelbag(walk, arm)
+    curve = next(c for c in bag.fcurves if c.data_path.endswith("rotation_quaternion") and c.array_index == 1)
+    bone = rig.index(curve.data_path.split('"')[1])
+    curve.keyframe_points[0].co[1] += 0.8
+    curve.update()
+    after = pose_space.rig_ranges(arm, rig, request)[0]
+    assert after.swing[bone] + after.twist[bone] > before.swing[bone] + before.twist[bone] + 0.1

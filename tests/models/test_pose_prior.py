@@ -277,6 +277,30 @@ def test_the_prior_learns_each_rigs_stiffness_and_keeps_the_rest_of_a_drag(prior
 
 
 @shipped
+def test_projection_keeps_to_the_rigs_own_ranges(prior, creature):
+    rig, posed, pose = creature
+    skeleton = posed.skeleton
+    # The rig's "actions": a few of its plausible poses; their ranges are what a drag keeps to.
+    actions = np.concatenate([prior.sample(posed, 8, seed=5), pose.deltas[None]])
+    ranges = JointLimits.from_poses(skeleton, actions)
+    positions = skeleton.positions(pose.deltas) + pose.root
+    feet = rig.foot_candidates()
+    rng = np.random.default_rng(2)
+    free, kept = [], []
+    for k in range(6):
+        foot = int(feet[k % len(feet)])
+        direction = rng.normal(size=3)
+        target = {foot: positions[foot] + 0.2 * direction / np.linalg.norm(direction)}
+        free.append(prior.project(posed, pose, target, seed=k))
+        kept.append(prior.project(posed, pose, target, seed=k, ranges=ranges))
+    excess = lambda results: sum(ranges.excess(skeleton, r.pose.deltas).sum() for r in results)  # noqa: E731
+    assert excess(kept) < 0.6 * excess(free)
+    # The turn went to joints with room: the handles are still (nearly) met.
+    error = lambda results: np.mean([r.handle_error.max() for r in results])  # noqa: E731
+    assert error(kept) < error(free) + 0.03
+
+
+@shipped
 def test_latent_walk_also_passes_through_the_keys(prior, creature):
     rig, posed, pose = creature
     other = prior.project(
