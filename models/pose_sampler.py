@@ -394,6 +394,7 @@ class PosePrior:
         strength: float | None = None,
         steps: int = 10,
         seed: int = 0,
+        ranges: JointLimits | None = None,
     ) -> list[Pose]:
         """In-betweens through the pose space: `keys` (K ≥ 2) with frames[i] frames from key i to
         key i+1 (the keys included once each); the keys come back exactly.
@@ -403,7 +404,10 @@ class PosePrior:
           themselves is subtracted (blended across the gap), so what moves is what the prior finds
           implausible in the blend, and neighbouring frames stay neighbours;
         - "latent" (ViPS' walk): each key is DDIM-inverted part-way (default 0.5), the latents are
-          slerped and decoded; the keys' reconstruction error is spread linearly."""
+          slerped and decoded; the keys' reconstruction error is spread linearly.
+
+        `ranges` (the rig's own joint ranges, as for `project`): in-betweens are brought inside them
+        (`JointLimits.clamp`); the keys are left as they are."""
         if len(keys) < 2 or len(frames) != len(keys) - 1 or min(frames, default=0) < 1:
             raise PoseSpaceError(
                 "Walk needs two or more keyposes and a positive frame count between each pair."
@@ -432,6 +436,9 @@ class PosePrior:
                 decoded = self._denoise(posed, self.encode(blend), strength, steps, seed)
             decoded = decoded + (1 - s)[:, None, None] * residual[i] + s[:, None, None] * residual[i + 1]
             deltas = self.decode(decoded)
+            if ranges is not None:
+                between = (s > 0) & (s < 1)
+                deltas[between.numpy()] = ranges.clamp(posed.skeleton, deltas[between.numpy()])
             a, b = keys[i], keys[i + 1]
             for k, share in enumerate(s.numpy()):
                 root = (1 - share) * a.root + share * b.root

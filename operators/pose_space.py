@@ -636,8 +636,10 @@ class KIRIN_OT_walk_between_keys(AnyModeArmature, bpy.types.Operator):
                            None if span.translations is None else span.translations[offsets])
             method = self.method if self.properties.is_property_set("method") else \
                 context.scene.kirin.pose_walk_method
-            result = connect(context).walk_poses(*scene.request(poses), np.diff(keys).tolist(),
-                                                 mesh=scene.mesh, method=method.lower())
+            request_rig, request_keys = scene.request(poses)
+            ranges, _ = rig_ranges(arm, rig, request_rig, context.scene.kirin.pose_keep_ranges)
+            result = connect(context).walk_poses(request_rig, request_keys, np.diff(keys).tolist(),
+                                                 mesh=scene.mesh, method=method.lower(), ranges=ranges)
             walked = scene.from_answer(result.motion)
             # The keys exactly as keyed (the prior brings them back only up to its precision).
             keep = Motion(walked.fps, walked.root_positions.copy(), walked.rotations.copy(),

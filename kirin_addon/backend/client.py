@@ -559,7 +559,7 @@ class BackendClient:
         def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
             return pose_project_request(
                 rig, pose, targets, pins, mesh=m, mesh_key=k, strength=strength, relative=relative,
-                ranges=None if ranges is None else (ranges.swing, ranges.twist),
+                ranges=ranges,
             )
 
         payload = self._pose("/pose/project", build, mesh, mesh_key, timeout)
@@ -592,14 +592,16 @@ class BackendClient:
         mesh_key: str | None = None,
         timeout: float = 60.0,
         method: str = "guided",
+        ranges: JointLimits | None = None,
     ) -> PoseResult:
         """In-betweens through the pose space: `keys` (K frames) with frames[i] frames from key i to
         key i+1; the result has sum(frames) + 1 frames, the keys at 0, frames[0], ... `method`:
-        "guided" or "latent" (ViPS' walk through DDIM-inverted keys)."""
+        "guided" or "latent" (ViPS' walk through DDIM-inverted keys); `ranges` the rig's own joint
+        ranges the in-betweens keep to."""
         frames = [int(f) for f in frames]
 
         def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
-            return pose_walk_request(rig, keys, frames, mesh=m, mesh_key=k, method=method)
+            return pose_walk_request(rig, keys, frames, mesh=m, mesh_key=k, method=method, ranges=ranges)
 
         payload = self._pose("/pose/walk", build, mesh, mesh_key, timeout)
         return decode_pose(payload, rig.joint_count, sum(frames) + 1, None, "pose walk")

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from ..motion import Motion
-from ..pose_space import JointLimits
 from ..rig import Rig
 from ..skinning import SkinnedMesh
 from .jobs import JobError
@@ -38,6 +37,7 @@ from .protocol import (
     mesh_from_json,
     motion_from_json,
     motion_to_json,
+    ranges_from_json,
     rig_from_json,
 )
 from .service import MAX_SEED, _integer, _number, _rig_key
@@ -214,7 +214,7 @@ class PoseService:
         relative = body.get("relative", True)
         if not isinstance(relative, bool):
             raise ProtocolError("relative: expected true (a drag: relative to the pose) or false.")
-        ranges = _ranges(body.get("ranges"), count)
+        ranges = ranges_from_json(body.get("ranges"), count)
         posed = self.prepared(rig, mesh, key)
         pose = pose_from_motion(posed, pose_motion)
         canonical = {j: target_to_canonical(posed, p) for j, p in zip(joints, points, strict=True)}
@@ -270,7 +270,8 @@ class PoseService:
         method = body.get("method", "guided")
         if method not in ("guided", "latent"):
             raise ProtocolError(f"method: 'guided' or 'latent', got {method!r}.")
-        walked = self.prior().walk(posed, poses, frames, method=method)
+        ranges = ranges_from_json(body.get("ranges"), rig.joint_count)
+        walked = self.prior().walk(posed, poses, frames, method=method, ranges=ranges)
         return self._answer(pose_to_motion(posed, walked, keys.fps), started, key)
 
     def _answer(
@@ -305,19 +306,6 @@ def _one_pose(obj: Any, rig: Rig, what: str) -> Motion:
     if motion.frame_count != 1:
         raise ProtocolError(f"{what}: expected one frame (the current pose), got {motion.frame_count}.")
     return motion
-
-
-def _ranges(obj: Any, count: int) -> JointLimits | None:
-    """The rig's own joint ranges of a request (None when it sends none)."""
-    if obj is None:
-        return None
-    if not isinstance(obj, dict):
-        raise ProtocolError("ranges: expected {swing: (J,) array, twist: (J,) array} in radians.")
-    limits = [decode_array(obj.get(part), f"ranges.{part}", (count,)) for part in ("swing", "twist")]
-    for part, values in zip(("swing", "twist"), limits, strict=True):
-        if values.min(initial=0.0) < 0.0 or values.max(initial=0.0) > np.pi:
-            raise ProtocolError(f"ranges.{part}: every joint's range is between 0 and π radians.")
-    return JointLimits(*limits)
 
 
 def _joints(obj: Any, count: int, what: str) -> list[int]:

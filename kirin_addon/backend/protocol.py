@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..motion import Motion
+from ..pose_space import JointLimits
 from ..rig import MAX_JOINTS, Rig
 from ..skinning import SkinnedMesh
 
@@ -432,14 +433,14 @@ def pose_project_request(
     mesh_key: str | None = None,
     strength: float | None = None,
     relative: bool = True,
-    ranges: tuple[np.ndarray, np.ndarray] | None = None,
+    ranges: JointLimits | None = None,
 ) -> dict[str, Any]:
     """The JSON body of POST /v1/pose/project: the current pose (a one-frame motion on `rig`), the
     joints to move with their armature-space targets, the joints to keep where they are, how far
     the prior may move the edit (`strength` in (0, 1]; None: the backend's default), whether the
     prior's correction is taken relative to the current pose (a drag) or as it is (Project Pose),
-    and the rig's own joint ranges to keep to (`ranges`: per-joint swing and twist limits in
-    radians, as `JointLimits.from_motion` measures them on the rig's actions; None: none)."""
+    and the rig's own joint ranges to keep to (`ranges`: per-joint swing and twist limits, as
+    `JointLimits.from_motion` measures them on the rig's actions; None: none)."""
     joints = [int(j) for j in targets]
     points = np.zeros((0, 3))
     if joints:
@@ -456,9 +457,27 @@ def pose_project_request(
     }
     if strength is not None:
         body["strength"] = float(strength)
+    return _with_ranges(body, ranges)
+
+
+def ranges_from_json(obj: Any, count: int) -> JointLimits | None:
+    """The rig's own joint ranges of a pose request, checked (None when it sends none)."""
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise ProtocolError("ranges: expected {swing: (J,) array, twist: (J,) array} in radians.")
+    limits = [decode_array(obj.get(part), f"ranges.{part}", (count,)) for part in ("swing", "twist")]
+    for part, values in zip(("swing", "twist"), limits, strict=True):
+        if values.min(initial=0.0) < 0.0 or values.max(initial=0.0) > np.pi:
+            raise ProtocolError(f"ranges.{part}: every joint's range is between 0 and π radians.")
+    return JointLimits(*limits)
+
+
+def _with_ranges(body: dict[str, Any], ranges: JointLimits | None) -> dict[str, Any]:
+    """A pose request with the rig's own joint ranges (per-joint swing and twist, radians), if any."""
     if ranges is not None:
-        swing, twist = (np.asarray(r, np.float64) for r in ranges)
-        body["ranges"] = {"swing": encode_array(swing, "float64"), "twist": encode_array(twist, "float64")}
+        body["ranges"] = {part: encode_array(np.asarray(getattr(ranges, part), np.float64), "float64")
+                          for part in ("swing", "twist")}
     return body
 
 
@@ -487,16 +506,19 @@ def pose_walk_request(
     mesh: SkinnedMesh | None = None,
     mesh_key: str | None = None,
     method: str = "guided",
+    ranges: JointLimits | None = None,
 ) -> dict[str, Any]:
     """The JSON body of POST /v1/pose/walk: keyposes (a K-frame motion on `rig`), the frame count
-    from each key to the next (K − 1 numbers) and the walk's `method` ("guided" or "latent", see
-    models/pose_sampler.py); the answer has sum(frames) + 1 frames."""
-    return {
+    from each key to the next (K − 1 numbers), the walk's `method` ("guided" or "latent", see
+    models/pose_sampler.py) and the rig's own joint ranges the in-betweens keep to (as for
+    `pose_project_request`); the answer has sum(frames) + 1 frames."""
+    body = {
         **_pose_rig(rig, mesh, mesh_key),
         "keys": motion_to_json(keys, "float64"),
         "frames": [int(f) for f in frames],
         "method": method,
     }
+    return _with_ranges(body, ranges)
 
 
 # ----------------------------------------------------------------------------- video extraction requests

@@ -296,6 +296,9 @@ class PoseWalkIn(PoseRigIn):
     method: Literal["guided", "latent"] = Field(
         "guided", description="guided (slerp + the prior's correction) or latent (DDIM-inverted keys slerped)"
     )
+    ranges: PoseRangesIn | None = Field(
+        None, description="the rig's own joint ranges (from its actions): in-betweens are kept inside them"
+    )
 
 
 class JobOut(BaseModel):

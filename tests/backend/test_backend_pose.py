@@ -138,6 +138,13 @@ def test_walk_passes_through_the_keys(pose_client, creature, frame):
     assert latent.frame_count == 8
     for key, at in enumerate((0, 4, 7)):
         assert rotation_angles(latent.rotations[at], keys.rotations[key]).max() < 1.0
+    # Keeping to the keys' own ranges: every in-between inside them, the keys as they were.
+    ranges = JointLimits.from_motion(rig, keys, margin=0.0)
+    kept = pose_client.walk_poses(rig, keys, [4, 3], ranges=ranges).motion
+    for key, at in enumerate((0, 4, 7)):
+        assert rotation_angles(kept.rotations[at], keys.rotations[key]).max() < 1.0
+    inside = JointLimits.from_motion(rig, kept, margin=0.0)
+    assert (inside.swing <= ranges.swing + 1e-5).all() and (inside.twist <= ranges.twist + 1e-5).all()
 
 
 def test_project_pose_not_relative_reposes_more(pose_client, creature):
@@ -216,6 +223,7 @@ def test_bad_pose_requests_are_refused_naming_the_field(pose_client, creature):
     refused(lambda: pose_client.walk_poses(rig, Motion.rest(rig, 2), [3, 3]), "frames")
     refused(lambda: pose_client.walk_poses(rig, Motion.rest(rig, 2), [0]), "frames")
     refused(lambda: pose_client.walk_poses(rig, Motion.rest(rig, 2), [5000]), "frames")
+    refused(lambda: pose_client.walk_poses(rig, Motion.rest(rig, 2), [3], ranges=wrong), "ranges.swing")
     body = pose_project_request(rig, rest, {paw: point})
     refused(lambda: pose_client.request("POST", "/pose/project", {**body, "bogus": 1}), "bogus")
     refused(lambda: pose_client.request("POST", "/pose/project", {**body, "mesh_key": 7}), "mesh_key")

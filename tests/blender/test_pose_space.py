@@ -255,9 +255,13 @@ def test_walk_between_keys_makes_a_new_action_through_the_keys(creature):
     bag = scene_io.action_channelbag(mine, arm)
     original = {(f.data_path, f.array_index): [tuple(p.co) for p in f.keyframe_points] for f in bag.fcurves}
 
+    ranges, actions = ext("operators.pose_space").rig_ranges(arm, rig, rig)
+    assert actions == 1
     assert bpy.ops.kirin.walk_between_keys() == {"FINISHED"}
     walked = arm.animation_data.action
     assert walked != mine and walked.name == "Mine (pose walk)"
+    # Every in-between keeps to the ranges of the armature's actions (here: its three keys).
+    assert outside(ranges, rig, scene_io.read_action(arm, rig, walked)).max() < 0.01
     assert mine.use_fake_user
     bag = scene_io.action_channelbag(mine, arm)
     assert {(f.data_path, f.array_index): [tuple(p.co) for p in f.keyframe_points] for f in bag.fcurves} \

@@ -301,6 +301,23 @@ def test_projection_keeps_to_the_rigs_own_ranges(prior, creature):
 
 
 @shipped
+def test_walk_keeps_its_in_betweens_inside_the_rigs_ranges(prior, creature):
+    rig, posed, pose = creature
+    skeleton = posed.skeleton
+    foot = int(rig.foot_candidates()[0])
+    positions = skeleton.positions(pose.deltas) + pose.root
+    other = prior.project(posed, pose, {foot: positions[foot] + np.array([0.0, -0.15, 0.12])}).pose
+    free = prior.walk(posed, [pose, other], [8])
+    ranges = JointLimits.from_poses(skeleton, np.stack([pose.deltas, other.deltas]), margin=0.0)
+    between = np.stack([p.deltas for p in free[1:-1]])
+    assert ranges.violations(skeleton, between).any()  # the prior alone leaves the keys' ranges
+    kept = prior.walk(posed, [pose, other], [8], ranges=ranges)
+    assert not ranges.violations(skeleton, np.stack([p.deltas for p in kept[1:-1]]), tolerance=1e-6).any()
+    for index, key in ((0, pose), (8, other)):
+        assert np.abs(kept[index].deltas - key.deltas).max() < 1e-3
+
+
+@shipped
 def test_latent_walk_also_passes_through_the_keys(prior, creature):
     rig, posed, pose = creature
     other = prior.project(
