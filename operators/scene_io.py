@@ -389,6 +389,17 @@ def armature_actions(obj: bpy.types.Object) -> list:
     return found
 
 
+def keyed_rotations(action, obj: bpy.types.Object, rig: Rig) -> np.ndarray:
+    """(J,) bool: the bones whose rotation the action keys (in any rotation mode)."""
+    bag = action_channelbag(action, obj)
+    names = set()
+    for fcurve in (bag.fcurves if bag is not None else ()):
+        match = _BONE_PATH.match(fcurve.data_path)
+        if match is not None and match["prop"].startswith("rotation_"):
+            names.add(_unescape(match["bone"]))
+    return np.array([name in names for name in rig.names], dtype=bool)
+
+
 def actions_fingerprint(actions: list, obj: bpy.types.Object) -> str:
     """A digest of the actions' keys (curve, frame, value): it changes when any key does."""
     digest = hashlib.sha256()

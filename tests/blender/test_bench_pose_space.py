@@ -51,6 +51,7 @@ def test_pose_space_benchmark_on_two_small_rigs(tmp_path, capsys):
 
     for row in out["rows"]["latency"]:
         assert row["drags"] == 4 and 0 < row["median_ms"] <= row["p95_ms"] and row["ik_median_ms"] > 0
+        assert 0 < row["ranges_median_ms"] <= row["ranges_p95_ms"]
     for row in out["rows"]["plausibility"]:
         assert row["blender_error"] is None
         for method in bench.METHODS:
@@ -65,6 +66,8 @@ def test_pose_space_benchmark_on_two_small_rigs(tmp_path, capsys):
         if row["kind"] == "within":
             assert row["clip"]["truth"] == 0.0  # the clip against itself
         assert row["slerp"]["max_step"] > 0.0
+        # Kept to ranges from some of the rig's clips, in-betweens are inside the limits of all of them.
+        assert row["ranges"]["violations"] == 0.0
     pairs: dict[str, int] = {}
     for row in out["rows"]["walk"]:
         pairs[row["rig"]] = pairs.get(row["rig"], 0) + row["pairs"]

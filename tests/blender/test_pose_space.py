@@ -477,3 +477,22 @@ def test_fox_drag_keeps_to_the_ranges_of_its_actions(kirin):
     curve.update()
     after = pose_space.rig_ranges(arm, rig, request)[0]
     assert after.swing[bone] + after.twist[bone] > before.swing[bone] + before.twist[bone] + 0.1
+
+
+def test_ranges_come_only_from_the_bones_an_action_turns(creature):
+    arm = creature
+    rig = scene_io.read_rig(arm)
+    pose_space = ext("operators.pose_space")
+    assert pose_space.rig_ranges(arm, rig, rig) == (None, 0)  # no action: the prior alone
+    joint = int(np.flatnonzero(rig.parents >= 0)[0])
+    bone = arm.pose.bones[rig.names[joint]]
+    bone.rotation_mode = "QUATERNION"
+    for frame, angle in ((1, 0.0), (10, 0.6)):
+        bone.rotation_quaternion = (np.cos(angle / 2), np.sin(angle / 2), 0.0, 0.0)  # about the bone's X
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    ranges, actions = pose_space.rig_ranges(arm, rig, rig)
+    assert actions == 1
+    assert ranges.swing[joint] == pytest.approx(0.6 + np.radians(5.0), abs=0.01)  # swung 0.6 rad, + margin
+    assert ranges.twist[joint] == pytest.approx(np.radians(5.0), abs=0.01)
+    others = np.arange(rig.joint_count) != joint
+    assert (ranges.swing[others] == np.pi).all() and (ranges.twist[others] == np.pi).all()
