@@ -212,8 +212,16 @@ class PosePrior:
         return PriorRunner(self.net, posed.inputs)
 
     # ------------------------------------------------------------------ operations
-    def sample(self, posed: PosedRig, count: int = 1, steps: int | None = None, seed: int = 0) -> np.ndarray:
-        """(count,J,3,3) plausible poses (heading frame), full DDIM from noise."""
+    def sample(
+        self,
+        posed: PosedRig,
+        count: int = 1,
+        steps: int | None = None,
+        seed: int = 0,
+        ranges: JointLimits | None = None,
+    ) -> np.ndarray:
+        """(count,J,3,3) plausible poses (heading frame), full DDIM from noise; with `ranges` (the
+        rig's own joint ranges, as for `project`) brought inside them (`JointLimits.clamp`)."""
         if not 1 <= count <= 4096:
             raise PoseSpaceError("Sample between 1 and 4096 poses.")
         generator = torch.Generator().manual_seed(seed)
@@ -221,7 +229,8 @@ class PosePrior:
         x = self.diffusion.sample_ddim(
             self._runner(posed), shape, steps=steps or self.diffusion_config.sample_steps, generator=generator
         )
-        return self.decode(x)
+        poses = self.decode(x)
+        return poses if ranges is None else ranges.clamp(posed.skeleton, poses)
 
     def invert(
         self, posed: PosedRig, deltas: np.ndarray, steps: int = 20, strength: float = 1.0

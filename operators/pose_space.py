@@ -579,8 +579,10 @@ class KIRIN_OT_sample_pose(AnyModeArmature, bpy.types.Operator):
             scene = PoseScene.read(context, arm)
             rig = scene.rig
             pose = scene_io.read_pose(arm, rig, scene.fps)
-            result = connect(context).sample_poses(*scene.request(pose), count=1, seed=int(seed),
-                                                   mesh=scene.mesh)
+            request_rig, request_pose = scene.request(pose)
+            ranges, _ = rig_ranges(arm, rig, request_rig, context.scene.kirin.pose_keep_ranges)
+            result = connect(context).sample_poses(request_rig, request_pose, count=1, seed=int(seed),
+                                                   mesh=scene.mesh, ranges=ranges)
             scene_io.write_pose(arm, rig, scene.from_answer(result.motion, pose))
             keyed = context.scene.tool_settings.use_keyframe_insert_auto
             if keyed:

@@ -574,11 +574,13 @@ class BackendClient:
         mesh: SkinnedMesh | None = None,
         mesh_key: str | None = None,
         timeout: float = 30.0,
+        ranges: JointLimits | None = None,
     ) -> PoseResult:
-        """`count` plausible poses (one frame each), standing and facing like `pose` (one frame)."""
+        """`count` plausible poses (one frame each), standing and facing like `pose` (one frame),
+        inside the rig's own joint `ranges` when given."""
 
         def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
-            return pose_sample_request(rig, pose, count, seed, mesh=m, mesh_key=k)
+            return pose_sample_request(rig, pose, count, seed, mesh=m, mesh_key=k, ranges=ranges)
 
         payload = self._pose("/pose/sample", build, mesh, mesh_key, timeout)
         return decode_pose(payload, rig.joint_count, int(count), None, "pose sample")

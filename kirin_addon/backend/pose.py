@@ -237,7 +237,8 @@ class PoseService:
         seed = _integer(body.get("seed", 0), "seed", 0, MAX_SEED)
         posed = self.prepared(rig, mesh, key)
         pose = pose_from_motion(posed, pose_motion)
-        deltas = self.prior().sample(posed, count, seed=seed)
+        ranges = ranges_from_json(body.get("ranges"), rig.joint_count)
+        deltas = self.prior().sample(posed, count, seed=seed, ranges=ranges)
         poses = [Pose(d, pose.root.copy(), pose.yaw) for d in deltas]
         return self._answer(pose_to_motion(posed, poses, pose_motion.fps), started, key)
 

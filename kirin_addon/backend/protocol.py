@@ -488,15 +488,17 @@ def pose_sample_request(
     seed: int = 0,
     mesh: SkinnedMesh | None = None,
     mesh_key: str | None = None,
+    ranges: JointLimits | None = None,
 ) -> dict[str, Any]:
     """The JSON body of POST /v1/pose/sample: `count` plausible poses placed and turned like `pose`
-    (a one-frame motion on `rig`)."""
-    return {
+    (a one-frame motion on `rig`), inside the rig's own joint ranges when given."""
+    body = {
         **_pose_rig(rig, mesh, mesh_key),
         "pose": motion_to_json(pose, "float64"),
         "count": int(count),
         "seed": int(seed),
     }
+    return _with_ranges(body, ranges)
 
 
 def pose_walk_request(

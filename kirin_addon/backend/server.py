@@ -237,6 +237,14 @@ class ExtractIn(_Strict):
                                                "the backend's MediaPipe environment: health `mediapipe`)")
 
 
+class PoseRangesIn(_Strict):
+    """Per-joint ranges (radians, 0..π): the widest swing of each bone from its rest direction and
+    twist about it that the rig's own actions show."""
+
+    swing: ArrayIn
+    twist: ArrayIn
+
+
 class PoseRigIn(_Strict):
     rig: RigIn
     mesh: MeshIn | None = Field(
@@ -246,6 +254,9 @@ class PoseRigIn(_Strict):
         None, min_length=1, max_length=MAX_MESH_KEY,
         description="the mesh_key of a previous pose answer instead of the mesh (unknown: 409, send the mesh)"
     )
+    ranges: PoseRangesIn | None = Field(
+        None, description="the rig's own joint ranges (from its actions): the answer keeps inside them"
+    )
 
 
 class PoseTargetsIn(_Strict):
@@ -253,14 +264,6 @@ class PoseTargetsIn(_Strict):
 
     joints: list[int] = Field(max_length=MAX_JOINTS)
     points: ArrayIn
-
-
-class PoseRangesIn(_Strict):
-    """Per-joint ranges (radians, 0..π): the widest swing of each bone from its rest direction and
-    twist about it that the rig's own actions show."""
-
-    swing: ArrayIn
-    twist: ArrayIn
 
 
 class PoseProjectIn(PoseRigIn):
@@ -277,9 +280,6 @@ class PoseProjectIn(PoseRigIn):
     relative: bool = Field(
         True, description="the correction relative to the current pose (a drag) or as it is (Project Pose)"
     )
-    ranges: PoseRangesIn | None = Field(
-        None, description="the rig's own joint ranges (from its actions): kept to where the targets allow"
-    )
 
 
 class PoseSampleIn(PoseRigIn):
@@ -295,9 +295,6 @@ class PoseWalkIn(PoseRigIn):
     )
     method: Literal["guided", "latent"] = Field(
         "guided", description="guided (slerp + the prior's correction) or latent (DDIM-inverted keys slerped)"
-    )
-    ranges: PoseRangesIn | None = Field(
-        None, description="the rig's own joint ranges (from its actions): in-betweens are kept inside them"
     )
 
 

@@ -86,6 +86,17 @@ def test_a_drag_keeps_to_the_ranges_it_is_given(pose_client, creature, frame):
     assert kept.handle_error.max() < 0.03  # the other joints took the turn
 
 
+def test_samples_keep_to_the_ranges_they_are_given(pose_client, creature):
+    rig = creature.rig
+    rest = Motion.rest(rig)
+    free = pose_client.sample_poses(rig, rest, count=4, seed=3).motion
+    tight = JointLimits(np.full(rig.joint_count, 0.2), np.full(rig.joint_count, 0.1))
+    assert (JointLimits.from_motion(rig, free, margin=0.0).swing > 0.2 + 1e-3).any()
+    kept = pose_client.sample_poses(rig, rest, count=4, seed=3, ranges=tight).motion
+    measured = JointLimits.from_motion(rig, kept, margin=0.0)
+    assert (measured.swing <= 0.2 + 1e-5).all() and (measured.twist <= 0.1 + 1e-5).all()
+
+
 def test_an_absurd_target_is_not_reached_and_says_so(pose_client, creature, frame):
     rig = creature.rig
     rest = Motion.rest(rig)

@@ -312,6 +312,8 @@ def test_walk_keeps_its_in_betweens_inside_the_rigs_ranges(prior, creature):
     between = np.stack([p.deltas for p in free[1:-1]])
     assert ranges.violations(skeleton, between).any()  # the prior alone leaves the keys' ranges
     kept = prior.walk(posed, [pose, other], [8], ranges=ranges)
+    sampled = prior.sample(posed, 4, seed=2, ranges=ranges)
+    assert not ranges.violations(skeleton, sampled, tolerance=1e-6).any()
     assert not ranges.violations(skeleton, np.stack([p.deltas for p in kept[1:-1]]), tolerance=1e-6).any()
     for index, key in ((0, pose), (8, other)):
         assert np.abs(kept[index].deltas - key.deltas).max() < 1e-3
