@@ -118,6 +118,13 @@ class PoseScene:
         rig, motion = held_offsets(self.rig, motion)
         return rig.transformed(self.to_canonical), _moved(motion, self.to_canonical)
 
+    def ranged_request(self, arm: bpy.types.Object, motion: Motion,
+                       keep_ranges: bool) -> tuple[Rig, Motion, JointLimits | None, int]:
+        """`request`, and the joint ranges of the armature's actions on the request's rig
+        (`rig_ranges`) with how many actions they come from: (None, 0) unless `keep_ranges`."""
+        rig, moved = self.request(motion)
+        return (rig, moved, *rig_ranges(arm, self.rig, rig, keep_ranges))
+
     def from_answer(self, motion: Motion, keep: Motion | None = None) -> Motion:
         """An answer back in armature space; bones the prior does not move by location (it poses by
         rotations) keep the `location` they had in `keep`."""
@@ -200,8 +207,8 @@ class DragSession:
         self.strength = strength
         self.snapshot = scene_io.read_pose_channels(arm)  # the exact pose to go back to
         self.pose = scene_io.read_pose(arm, rig, self.scene.fps)
-        self.request_rig, self.request_pose = self.scene.request(self.pose)
-        self.ranges, self.range_actions = rig_ranges(arm, rig, self.request_rig, keep_ranges)
+        self.request_rig, self.request_pose, self.ranges, self.range_actions = self.scene.ranged_request(
+            arm, self.pose, keep_ranges)
         self.start_heads = heads(context, arm, rig)
         self.head = self.start_heads[self.joint].copy()  # armature space
         pinned = scene_io.selected_bones(arm, rig)
@@ -547,8 +554,8 @@ class KIRIN_OT_project_pose(PoseModeArmature, bpy.types.Operator):
                 raise scene_io.SceneError(f"'{arm.name}' has no bones to keep: select the bones you placed.")
             now = heads(context, arm, rig)
             targets = {int(j): scene.point(now[j]) for j in joints}
-            request_rig, request_pose = scene.request(pose)
-            ranges, _ = rig_ranges(arm, rig, request_rig, context.scene.kirin.pose_keep_ranges)
+            request_rig, request_pose, ranges, _ = scene.ranged_request(
+                arm, pose, context.scene.kirin.pose_keep_ranges)
             result = connect(context).project_pose(request_rig, request_pose, targets, mesh=scene.mesh,
                                                    strength=_strength(self, context), relative=False,
                                                    ranges=ranges)
@@ -579,8 +586,8 @@ class KIRIN_OT_sample_pose(AnyModeArmature, bpy.types.Operator):
             scene = PoseScene.read(context, arm)
             rig = scene.rig
             pose = scene_io.read_pose(arm, rig, scene.fps)
-            request_rig, request_pose = scene.request(pose)
-            ranges, _ = rig_ranges(arm, rig, request_rig, context.scene.kirin.pose_keep_ranges)
+            request_rig, request_pose, ranges, _ = scene.ranged_request(
+                arm, pose, context.scene.kirin.pose_keep_ranges)
             result = connect(context).sample_poses(request_rig, request_pose, count=1, seed=int(seed),
                                                    mesh=scene.mesh, ranges=ranges)
             scene_io.write_pose(arm, rig, scene.from_answer(result.motion, pose))
@@ -636,8 +643,8 @@ class KIRIN_OT_walk_between_keys(AnyModeArmature, bpy.types.Operator):
                            None if span.translations is None else span.translations[offsets])
             method = self.method if self.properties.is_property_set("method") else \
                 context.scene.kirin.pose_walk_method
-            request_rig, request_keys = scene.request(poses)
-            ranges, _ = rig_ranges(arm, rig, request_rig, context.scene.kirin.pose_keep_ranges)
+            request_rig, request_keys, ranges, _ = scene.ranged_request(
+                arm, poses, context.scene.kirin.pose_keep_ranges)
             result = connect(context).walk_poses(request_rig, request_keys, np.diff(keys).tolist(),
                                                  mesh=scene.mesh, method=method.lower(), ranges=ranges)
             walked = scene.from_answer(result.motion)
