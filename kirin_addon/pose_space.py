@@ -17,7 +17,16 @@ import numpy as np
 
 from .motion import Motion, forward_kinematics
 from .rig import Rig
-from .rotations import matrix_to_6d, matrix_to_quat, rotvec_to_matrix, sixd_to_matrix, swing_twist_angles
+from .rotations import (
+    matrix_to_6d,
+    matrix_to_quat,
+    quat_from_axis_angle,
+    quat_to_axis_angle,
+    quat_to_matrix,
+    rotvec_to_matrix,
+    sixd_to_matrix,
+    swing_twist_angles,
+)
 
 DEFAULT_SWING = np.radians(60.0)  # joint limits of a rig with no data: a cone about the bone...
 DEFAULT_TWIST = np.radians(30.0)  # ...and a twist about it
@@ -236,6 +245,17 @@ def solve_within_limits(
             break
         stiff = np.where(excess > 0.0, stiff * give, stiff)
     return best, stiff
+
+
+def shrink_turns(skeleton: Skeleton, base: np.ndarray, turned: np.ndarray, angle: float) -> np.ndarray:
+    """`turned` (J,3,3) with every joint's local turn away from `base` made `angle` radians smaller
+    (a turn smaller than that is dropped): soft-thresholding, which keeps large changes and removes
+    small ones that are noise."""
+    local = skeleton.local_rotations(base)
+    change = skeleton.local_rotations(turned) @ np.swapaxes(local, -1, -2)
+    axis, turn = quat_to_axis_angle(matrix_to_quat(change))
+    kept = quat_to_matrix(quat_from_axis_angle(axis, np.maximum(turn - angle, 0.0)))
+    return skeleton.from_local(kept @ local)
 
 
 def turn_joints(skeleton: Skeleton, deltas: np.ndarray, omega: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ from ..kirin_addon.pose_space import (
     Handle,
     JointLimits,
     Skeleton,
+    shrink_turns,
     solve_handles,
     solve_within_limits,
 )
@@ -71,6 +72,7 @@ WALK_LATENT_STRENGTH = 0.5
 MIN_SPREAD = np.radians(3.0)  # a joint that never turns in the samples is stiff, not frozen
 STIFFNESS_POWER = 2.0
 FINAL_STEP = 0.12  # radians per joint per final IK iteration: enough to close a small gap, not to fold
+CORRECTION_NOISE = np.radians(4.0)  # a drag's correction turns each joint this much less (noise)
 
 
 class PoseSpaceError(ValueError):
@@ -319,9 +321,12 @@ class PosePrior:
             # target, a rigid trunk), a correction is the network's noise, not knowledge.
             trust = torch.from_numpy(posed.mobility.astype(np.float32))[:, None]
             x = edit_x + trust * (denoised[0] - denoised[1] + start - edit_x)
+            # Turns of a few degrees are the network's noise, not knowledge (off the drag they push
+            # joints a rig never moves past its range): every joint's correction loses that much.
+            corrected = shrink_turns(skeleton, edit, self.decode(x), CORRECTION_NOISE)
         else:
-            x = denoised[0]
-        result = reach(self.decode(x), FINAL_ITERATIONS, FINAL_STEP)
+            corrected = self.decode(denoised[0])
+        result = reach(corrected, FINAL_ITERATIONS, FINAL_STEP)
         reached_at = skeleton.positions(result)[[h.joint for h in handles]]
         error = np.linalg.norm(reached_at - np.array([h.target for h in handles]), axis=-1)
         reached = bool(error.max() <= REACH_TOLERANCE)

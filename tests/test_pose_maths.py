@@ -17,6 +17,7 @@ from kirin.kirin_addon.pose_space import (
     normalised_positions,
     pose_angles,
     random_valid_poses,
+    shrink_turns,
     solve_handles,
     solve_within_limits,
 )
@@ -214,3 +215,19 @@ def test_ik_within_limits_moves_the_turn_to_joints_with_room(quadruped):
     shut = JointLimits(np.full(rig.joint_count, 0.02), np.full(rig.joint_count, 0.02))
     stuck, _ = solve_within_limits(skeleton, deltas, target, shut)
     assert np.linalg.norm(skeleton.positions(stuck)[foot] - target[0].target) < 1e-3
+
+
+def test_shrink_turns_drops_small_turns_and_shortens_large_ones(quadruped):
+    rig, skeleton = quadruped
+    base = quat_to_matrix(world_deltas(rig, random_motion(rig, 4, 0.5)))[0]
+    local = skeleton.local_rotations(base)
+    rng = np.random.default_rng(8)
+    axes = rng.normal(size=(rig.joint_count, 3))
+    axes /= np.linalg.norm(axes, axis=-1, keepdims=True)
+    angles = np.where(np.arange(rig.joint_count) % 2 == 0, 0.03, 0.5)  # small and large turns
+    turned = skeleton.from_local(rotvec_to_matrix(axes * angles[:, None]) @ local)
+    shrunk = shrink_turns(skeleton, base, turned, 0.05)
+    change = skeleton.local_rotations(shrunk) @ np.swapaxes(local, -1, -2)
+    left = np.arccos(np.clip((np.trace(change, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0))
+    assert np.allclose(left, np.maximum(angles - 0.05, 0.0), atol=1e-6)
+    assert np.allclose(shrink_turns(skeleton, base, base, 0.05), base, atol=1e-9)
