@@ -15,7 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .motion import Motion, forward_kinematics
+from .motion import Motion, world_deltas
 from .rig import Rig
 from .rotations import (
     matrix_to_6d,
@@ -299,9 +299,7 @@ class JointLimits:
         """The ranges a rig's own motion shows (every frame; `from_poses`). Swing and twist do not
         depend on the frame the rig is seen in, so an armature-space rig gives the ranges of its
         canonical form too."""
-        world = forward_kinematics(rig, motion)[..., :3, :3]
-        deltas = world @ np.swapaxes(rig.rest_rotations, -1, -2)[None]
-        return cls.from_poses(Skeleton.from_rig(rig), deltas, margin)
+        return cls.from_poses(Skeleton.from_rig(rig), quat_to_matrix(world_deltas(rig, motion)), margin)
 
     def violations(self, skeleton: Skeleton, deltas: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:
         """(…,J) bool: the joint swings or twists past its limit."""

@@ -451,8 +451,8 @@ class PosePrior:
             decoded = decoded + (1 - s)[:, None, None] * residual[i] + s[:, None, None] * residual[i + 1]
             deltas = self.decode(decoded)
             if ranges is not None:
-                between = (s > 0) & (s < 1)
-                deltas[between.numpy()] = ranges.clamp(posed.skeleton, deltas[between.numpy()])
+                between = ((s > 0) & (s < 1)).numpy()
+                deltas[between] = ranges.clamp(posed.skeleton, deltas[between])
             a, b = keys[i], keys[i + 1]
             for k, share in enumerate(s.numpy()):
                 root = (1 - share) * a.root + share * b.root
