@@ -451,6 +451,11 @@ def row_label(row: dict) -> str:
     return row["rig"] + (" *" if row["status"] in NOT_TRAINED else "")
 
 
+def ratio(value: float, base: float) -> float:
+    """value / base (NaN without a base): how a method compares with a baseline of the same run."""
+    return value / base if base else float("nan")
+
+
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
@@ -562,6 +567,11 @@ def report_plausibility(rows: list[dict]) -> dict:
                           for m in projected)
         print(f"{name:>12} ({len(members)} rigs), IK / Blender / prior / ranges: viol% {viol}; near {near}; "
               f"handle {handle}; {beats}")
+        for m in projected:  # against the baselines of the same run
+            block[m]["ratios"] = {base: {k: ratio(block[m][k], block[base][k])
+                                         for k in ("violations", "nearest")} for base in ("IK", "Blender")}
+            print(f"{'':>12} " + "; ".join(f"{m} / {base}: violations {r['violations']:.2f}×, nearest "
+                                          f"{r['nearest']:.2f}×" for base, r in block[m]["ratios"].items()))
     overall = summary.get("all")
 
     def beats_both(method: str) -> bool:
@@ -626,10 +636,14 @@ def report_fsd(rows: list[dict]) -> dict:
             block = {"rigs": len(members)}
             for limits in ("data_limits", "default_limits"):
                 block[f"lower_than_{limits}"] = share(r["prior"] < r[f"random_{limits}"] for r in members)
+                block[f"median_ratio_{limits}"] = float(np.median([ratio(r["prior"], r[f"random_{limits}"])
+                                                                   for r in members]))
             summary[name] = block
             print(f"{name:>12} ({len(members)} rigs): prior below random-in-data-limits on "
                   f"{fmt(block['lower_than_data_limits'] * 100, '.0f')} % of rigs, below "
-                  f"random-in-default-limits on {fmt(block['lower_than_default_limits'] * 100, '.0f')} %")
+                  f"random-in-default-limits on {fmt(block['lower_than_default_limits'] * 100, '.0f')} %; "
+                  f"FSD prior / random, median over rigs: {fmt(block['median_ratio_data_limits'], '.2f')}× / "
+                  f"{fmt(block['median_ratio_default_limits'], '.2f')}×")
     overall = summary.get("all", {})
     ok = min(overall.get("lower_than_data_limits", 0.0), overall.get("lower_than_default_limits", 0.0)) > 0.5
     summary["pass"] = ok
@@ -747,6 +761,10 @@ def report_walk(rows: list[dict]) -> dict:
                                                                ("max step", "max_step", 1, ".3f")))
             print(f"{kind:>6} {name:>12} ({len(members)} rigs), walk / ranges / slerp: {listed} "
                   f"(clip step {fmt(block['clip']['max_step'])})")
+            block["ranges"]["ratios"] = {k: ratio(block["ranges"][k], block["slerp"][k])
+                                         for k in ("nearest", "max_step")}
+            print(f"{'':>19} ranges / slerp: nearest {block['ranges']['ratios']['nearest']:.2f}×, max step "
+                  f"{block['ranges']['ratios']['max_step']:.2f}×")
     verdicts: dict[str, bool] = {}
     for kind in ("within", "across"):
         overall = summary.get(f"{kind} all")
