@@ -14,7 +14,7 @@ procedural creatures of both families, whose skeleton is known exactly):
    (`scene_io.create_armature`);
 3. skin the meshes on that one fitted armature six ways: Kirin's robust transfer and Kirin's
    10-NN from the fitted template mesh (cut to 4 influences, on the joined mesh, as Auto-Bind
-   does), Kirin's bone heat on the mesh itself ("heat", `kirin_addon/heat_weights.py`) and the
+   does), Kirin's bone heat on the mesh itself ("heat", `kirin_addon/bind/heat_weights.py`) and the
    same with the robust transfer as a soft prior ("heat+prior" = Auto-Bind's "blend", λ =
    heat_weights.PRIOR_WEIGHT; --prior-sweep adds "heat+prior@λ" sets), Blender's Automatic Weights
    (bone heat; all parts selected, Ctrl+P) and Blender's Data Transfer (vertex groups, nearest
@@ -75,18 +75,20 @@ from scipy.spatial import cKDTree  # noqa: E402
 
 from kirin.benchmarks import skinning_support as support  # noqa: E402
 from kirin.benchmarks.skinning_support import Weights, error_stats  # noqa: E402
-from kirin.kirin_addon.canonical import detect_canonical_frame  # noqa: E402
-from kirin.kirin_addon.creature import Creature  # noqa: E402
-from kirin.kirin_addon.families import build_creature  # noqa: E402
-from kirin.kirin_addon.motion import forward_kinematics, motion_from_world_transforms  # noqa: E402
-from kirin.kirin_addon.retarget import RetargetResult, retarget  # noqa: E402
-from kirin.kirin_addon.rig import Rig  # noqa: E402
-from kirin.kirin_addon.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices  # noqa: E402
-from kirin.kirin_addon.templates import joint_position_error  # noqa: E402
-from kirin.operators import headless, headless_bind, scene_io  # noqa: E402
+from kirin.kirin_addon.bind.templates import joint_position_error  # noqa: E402
+from kirin.kirin_addon.core.canonical import detect_canonical_frame  # noqa: E402
+from kirin.kirin_addon.core.creature import Creature  # noqa: E402
+from kirin.kirin_addon.core.motion import forward_kinematics, motion_from_world_transforms  # noqa: E402
+from kirin.kirin_addon.core.rig import Rig  # noqa: E402
+from kirin.kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices  # noqa: E402
+from kirin.kirin_addon.library.families import build_creature  # noqa: E402
+from kirin.kirin_addon.retarget.retargeter import RetargetResult, retarget  # noqa: E402
+from kirin.operators import scene_io  # noqa: E402
+from kirin.operators.headless import bind as headless_bind
+from kirin.operators.headless import common as headless
 
 if TYPE_CHECKING:  # torch is imported only when fitting
-    from kirin.models.template_fit import FitResult
+    from kirin.models.bind.template_fit import FitResult
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ASSETS = ROOT.parent / "shared" / "assets"
@@ -225,7 +227,7 @@ def record_subject(name: str, source, frames: int, rng: np.random.Generator) -> 
 
 # --------------------------------------------------------------------------- 2. fit
 def fit_skeleton(subject: Subject, family: str | None) -> Fitted:
-    from kirin.models.template_fit import fit_template  # torch: only when fitting
+    from kirin.models.bind.template_fit import fit_template  # torch: only when fitting
 
     start = time.perf_counter()
     fit = fit_template(subject.vertices, subject.triangles, family)
@@ -239,7 +241,7 @@ def fit_skeleton(subject: Subject, family: str | None) -> Fitted:
 # --------------------------------------------------------------------------- 3. weights, six ways
 def prior_weight(method: str) -> float:
     """λ of a heat weight set: 0 for "heat", the default for "heat+prior", λ for "heat+prior@λ"."""
-    from kirin.kirin_addon.heat_weights import PRIOR_WEIGHT
+    from kirin.kirin_addon.bind.heat_weights import PRIOR_WEIGHT
 
     if method == "heat":
         return 0.0
@@ -253,8 +255,8 @@ def is_heat(method: str) -> bool:
 def heat_skin(subject: Subject, fitted: Fitted, method: str) -> Skin:
     """Kirin's bone heat on the joined mesh from the fitted bones (deform bones), cut to 4
     influences; with a prior, the robust transfer from the fitted template (as Auto-Bind's "blend")."""
-    from kirin.kirin_addon.heat_weights import HeatConfig, rig_heat_weights
-    from kirin.kirin_addon.weight_transfer import TransferConfig, to_sparse, transfer_weights
+    from kirin.kirin_addon.bind.heat_weights import HeatConfig, rig_heat_weights
+    from kirin.kirin_addon.bind.weight_transfer import TransferConfig, to_sparse, transfer_weights
 
     fit = fitted.fit
     start = time.perf_counter()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kirin.kirin_addon.backend.client import start_backend
 from kirin.kirin_addon.backend.protocol import generate_request
-from kirin.kirin_addon.families import build_creature
+from kirin.kirin_addon.library.families import build_creature
 
 PROMPT = "a dog trotting forward"  # the default; --prompt
 
@@ -47,14 +47,14 @@ def in_process(args: argparse.Namespace, creature) -> dict[str, float]:
     """The same generation without HTTP: load the model here and call generate directly."""
     import torch
 
-    from kirin.models.generator import DEFAULT_MODEL, MotionModel
+    from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel
 
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
     model = MotionModel.load(DEFAULT_MODEL, backend="auto", bank=None if args.bank == "none" else args.bank)
     if args.threads and model.backend == "onnxruntime":
-        from kirin.models.export import OnnxDenoiser
+        from kirin.models.onnx import OnnxDenoiser
 
         model.runner = OnnxDenoiser(DEFAULT_MODEL / "denoiser.onnx", threads=args.threads)
     _ = model.text_encoder
@@ -87,7 +87,7 @@ def main() -> None:
     if args.rig:
         from types import SimpleNamespace
 
-        from kirin.kirin_addon.io_gltf import load_gltf
+        from kirin.kirin_addon.io.gltf import load_gltf
 
         asset = load_gltf(args.rig)
         creature = SimpleNamespace(rig=asset.rig, mesh=asset.mesh)

@@ -15,10 +15,10 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-b
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
-from kirin.kirin_addon.motion import Motion  # noqa: E402
-from kirin.kirin_addon.rig import rig_from_bones  # noqa: E402
-from kirin.kirin_addon.rotations import quat_from_axis_angle  # noqa: E402
-from kirin.kirin_addon.skinning import SkinnedMesh  # noqa: E402
+from kirin.kirin_addon.core.motion import Motion  # noqa: E402
+from kirin.kirin_addon.core.rig import rig_from_bones  # noqa: E402
+from kirin.kirin_addon.core.rotations import quat_from_axis_angle  # noqa: E402
+from kirin.kirin_addon.core.skinning import SkinnedMesh  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
 
 BONES, FRAMES, VERTICES, REPEATS = 60, 240, 100_000, 3

@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.rig import Rig
+from kirin.kirin_addon.core.rig import Rig
+from kirin.kirin_addon.library.families import build_creature
 from kirin.models.config import DenoiserConfig, DiffusionConfig
-from kirin.models.denoiser import Denoiser
-from kirin.models.export import OnnxDenoiser, export_onnx, quantize_int8
-from kirin.models.generator import DEFAULT_MODEL, MotionModel
-from kirin.models.retrieval import open_default_bank
+from kirin.models.motion.denoiser import Denoiser
+from kirin.models.motion.export import export_onnx
+from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel
+from kirin.models.motion.retrieval import open_default_bank
+from kirin.models.onnx import OnnxDenoiser, quantize_int8
 
 
 def rig_with_joints(rig: Rig, count: int) -> Rig:

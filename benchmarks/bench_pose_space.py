@@ -38,7 +38,7 @@ joints above it) moved 5–25 % of body size in a random direction. Sections (--
    the walk keeping to the ranges (what Walk Between Keys does on an armature with actions).
 
 The "train" column says whether the prior saw the rig: "trained", "held-out" (a held-out source of
-models/pose_data.py or the cache's test split, e.g. animals_pack/Husky), "broken" (clips that need
+models/pose/data.py or the cache's test split, e.g. animals_pack/Husky), "broken" (clips that need
 bone translations: never trained on) or "unseen" (not in the pose bank at all). Read from the pose
 bank the prior was trained on (--bank, default runs/pose_bank.npz), else from the clips' metadata
 and pose_data.HELDOUT_SOURCES. Rows marked * are rigs the prior was not trained on: what "works
@@ -68,28 +68,28 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kirin.kirin_addon.clip import Clip, load_clip
-from kirin.kirin_addon.motion import Motion, motion_from_world_transforms
-from kirin.kirin_addon.pose_space import (
-    Handle,
-    JointLimits,
-    Skeleton,
-    frechet_distance,
-    nearest_pose_distance,
-    normalised_positions,
-    random_valid_poses,
-    solve_handles,
-)
-from kirin.kirin_addon.rig import Rig
-from kirin.kirin_addon.rotations import (
+from kirin.kirin_addon.core.motion import Motion, motion_from_world_transforms
+from kirin.kirin_addon.core.rig import Rig
+from kirin.kirin_addon.core.rotations import (
     matrix_to_quat,
     quat_identity,
     quat_slerp,
     quat_to_matrix,
     rotation_between,
 )
-from kirin.models.pose_data import HELDOUT_SOURCES
-from kirin.models.pose_sampler import (
+from kirin.kirin_addon.eval.distributions import frechet_distance
+from kirin.kirin_addon.io.clip import Clip, load_clip
+from kirin.kirin_addon.pose.space import (
+    Handle,
+    JointLimits,
+    Skeleton,
+    nearest_pose_distance,
+    normalised_positions,
+    random_valid_poses,
+    solve_handles,
+)
+from kirin.models.pose.data import HELDOUT_SOURCES
+from kirin.models.pose.sampler import (
     DEFAULT_POSE_MODEL,
     ROOT_STIFFNESS,
     Pose,
@@ -189,10 +189,10 @@ def clip_files(folder: Path) -> dict[str, list[Path]]:
 
 def ingest_assets(assets: Path, only: list[str] | None) -> Path:
     """Ingest the matching rig files under `assets` with Blender's importers into a temporary folder."""
-    from kirin.kirin_addon.ingest import INGEST_EXTENSIONS
+    from kirin.kirin_addon.library.ingest import INGEST_EXTENSIONS
 
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
-    from kirin.operators import headless
+    from kirin.operators.headless import common as headless
 
     files = [p for p in sorted(assets.rglob("*")) if p.suffix.lower() in INGEST_EXTENSIONS]
     chosen = [p for p in files if matches(f"{p.parent.name}/{p.stem}", only)]
@@ -254,12 +254,13 @@ def rest_pose_rigs(prior: PosePrior, assets: Path, only: list[str] | None, known
                    bank: Path | None) -> list[RigData]:
     """Rig files under `assets` that have no clips (e.g. Quaternius' modular humanoids), imported with
     Blender's importers: their rest pose is where drags start (latency only)."""
-    from kirin.kirin_addon.ingest import INGEST_EXTENSIONS
+    from kirin.kirin_addon.library.ingest import INGEST_EXTENSIONS
 
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
     import bpy
 
-    from kirin.operators import headless, scene_io
+    from kirin.operators import scene_io
+    from kirin.operators.headless import common as headless
 
     files = [p for p in sorted(assets.rglob("*")) if p.suffix.lower() in INGEST_EXTENSIONS]
     names = {p: f"{p.parent.name}/{p.stem}" for p in files}

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from scipy.spatial.transform import Rotation
 
-from kirin.kirin_addon.creature import FAMILIES
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.templates import joint_position_error
-from kirin.models.template_fit import FitConfig, fit_template
+from kirin.kirin_addon.bind.templates import joint_position_error
+from kirin.kirin_addon.core.creature import FAMILIES
+from kirin.kirin_addon.library.families import build_creature
+from kirin.models.bind.template_fit import FitConfig, fit_template
 
 
 def random_similarity(seed: int) -> np.ndarray:

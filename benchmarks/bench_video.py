@@ -17,9 +17,9 @@ For each rig of ../shared/assets with authored clips — the Khronos Fox (Walk, 
    noise, lost while occluded);
    "sil+sparse" both; "full" every joint as a keypoint detector would give it (--noise px where
    visible, 3× the noise at confidence 0.3 where occluded); on humanoid rigs (CesiumMan) "mediapipe"
-   MediaPipe Pose's landmarks on the decoded frames (kirin_addon/mediapipe_pose.py, in .venv-mediapipe;
+   MediaPipe Pose's landmarks on the decoded frames (kirin_addon/video/mediapipe_pose.py, in .venv-mediapipe;
    skipped with a note where it is not installed) and "sil+mediapipe" with silhouettes;
-3. three methods: "idm" the rig's inverse-dynamics model alone (models/idm.py, trained for the rig
+3. three methods: "idm" the rig's inverse-dynamics model alone (models/video/idm.py, trained for the rig
    on its own renders and cached under ~/.cache/kirin/idm or --cache; needs silhouettes), "opt"
    the sequence optimisation from the rest pose (models/video_fit.fit_motion), "idm+opt" the
    optimisation initialised with the IDM's prediction. The camera is given to every method
@@ -56,14 +56,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kirin.kirin_addon.evidence import Evidence2D, background_silhouettes, combine, tracks_evidence
-from kirin.kirin_addon.io_gltf import load_gltf
-from kirin.kirin_addon.motion import Motion, joint_positions
-from kirin.kirin_addon.video_io import read_video, write_video
-from kirin.kirin_addon.video_synth import SyntheticVideo, frame_camera, render_motion
-from kirin.models.idm import IDM, IDMConfig, default_camera, default_frame
-from kirin.models.idm_train import IDMTrainConfig, load_or_train_idm
-from kirin.models.video_fit import VideoFitConfig, fit_motion
+from kirin.kirin_addon.core.motion import Motion, joint_positions
+from kirin.kirin_addon.io.gltf import load_gltf
+from kirin.kirin_addon.video.evidence import Evidence2D, background_silhouettes, combine, tracks_evidence
+from kirin.kirin_addon.video.synth import SyntheticVideo, frame_camera, render_motion
+from kirin.kirin_addon.video.video_io import read_video, write_video
+from kirin.models.video.fit import VideoFitConfig, fit_motion
+from kirin.models.video.idm import IDM, IDMConfig, default_camera, default_frame
+from kirin.models.video.idm_train import IDMTrainConfig, load_or_train_idm
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT.parent / "shared" / "assets"
@@ -172,7 +172,11 @@ def build_evidence(kind: str, rig, video: SyntheticVideo, silhouettes: np.ndarra
 def mediapipe_evidence(rig, frames: np.ndarray, video: SyntheticVideo, info: dict) -> tuple | None:
     """MediaPipe Pose's keypoints of a humanoid rig on the decoded frames, their own PCK@0.1 against
     the truth in `info`; None (with a note) for other rigs or without MediaPipe."""
-    from kirin.kirin_addon.mediapipe_pose import MediaPipeError, find_mediapipe_python, mediapipe_keypoints
+    from kirin.kirin_addon.video.mediapipe_pose import (
+        MediaPipeError,
+        find_mediapipe_python,
+        mediapipe_keypoints,
+    )
 
     if find_mediapipe_python() is None:
         info["mediapipe"] = "not installed (.venv-mediapipe): skipped"
@@ -217,7 +221,7 @@ def locomote(rig, mesh, motion: Motion, travel: float, frames: int) -> Motion:
 def three_quarter_camera(rig, mesh, motion: Motion, size: tuple[int, int], view_deg: float):
     """The known camera: --view-deg from the creature's front (towards its left), 15° up, framing
     every vertex of the clip."""
-    from kirin.kirin_addon.video_synth import skinned_vertices
+    from kirin.kirin_addon.video.synth import skinned_vertices
 
     frame = default_frame(rig, mesh)
     a, e = np.radians(view_deg), np.radians(15.0)

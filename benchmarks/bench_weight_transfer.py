@@ -61,8 +61,9 @@ from kirin.benchmarks.skinning_support import (  # noqa: E402
     read_array,
     sparse_weights,
 )
-from kirin.kirin_addon.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices  # noqa: E402
-from kirin.operators import headless, scene_io  # noqa: E402
+from kirin.kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices  # noqa: E402
+from kirin.operators import scene_io  # noqa: E402
+from kirin.operators.headless import common as headless
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ASSETS = ROOT.parent / "shared" / "assets"
@@ -426,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     methods = METHODS if have_kirin_transfer() else tuple(m for m in METHODS if m not in KIRIN_METHODS)
     if methods != METHODS:
-        print("kirin_addon.weight_transfer is missing: measuring Blender's tools only.")
+        print("kirin_addon.bind.weight_transfer is missing: measuring Blender's tools only.")
     print(header(), flush=True)
     rows = []
     for path in files:

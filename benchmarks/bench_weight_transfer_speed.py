@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial import cKDTree
 
-from kirin.kirin_addon import weight_transfer
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.weight_transfer import TransferConfig, to_dense, transfer_weights, vertex_normals
+from kirin.kirin_addon.bind import weight_transfer
+from kirin.kirin_addon.bind.weight_transfer import TransferConfig, to_dense, transfer_weights, vertex_normals
+from kirin.kirin_addon.library.families import build_creature
 
 
 def subdivide(vertices: np.ndarray, triangles: np.ndarray, weights: np.ndarray

@@ -24,9 +24,10 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-b
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
-from kirin.kirin_addon.rotations import quat_from_axis_angle  # noqa: E402
-from kirin.kirin_addon.skinning import SkinnedMesh  # noqa: E402
-from kirin.operators import headless, scene_io  # noqa: E402
+from kirin.kirin_addon.core.rotations import quat_from_axis_angle  # noqa: E402
+from kirin.kirin_addon.core.skinning import SkinnedMesh  # noqa: E402
+from kirin.operators import scene_io  # noqa: E402
+from kirin.operators.headless import common as headless
 
 MAX_INFLUENCES = 4
 RANDOM_POSE_DEGREES = 35.0
@@ -179,7 +180,7 @@ def kirin_transfer(src_vertices: np.ndarray, src_triangles: np.ndarray, src_weig
     """Kirin's transfer ("robust", "robust-uncut" or "10-NN") of dense (Vs,J) weights, cut to
     MAX_INFLUENCES (uncut: every influence kept, as Blender's tools keep them), and the result's own
     counts (matched / inpainted / fallback)."""
-    from kirin.kirin_addon.weight_transfer import TransferConfig, to_sparse, transfer_weights
+    from kirin.kirin_addon.bind.weight_transfer import TransferConfig, to_sparse, transfer_weights
 
     limit = 0 if method.endswith("uncut") else MAX_INFLUENCES
     if method.startswith("robust"):
@@ -197,7 +198,7 @@ def kirin_transfer(src_vertices: np.ndarray, src_triangles: np.ndarray, src_weig
 
 def have_kirin_transfer() -> bool:
     try:
-        import kirin.kirin_addon.weight_transfer  # noqa: F401
+        import kirin.kirin_addon.bind.weight_transfer  # noqa: F401
     except ImportError:
         return False
     return True

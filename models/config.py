@@ -55,7 +55,7 @@ class LossConfig:
 
 @dataclass
 class TrainConfig:
-    data: list[str] = field(default_factory=list)  # feature caches (see models/dataset.py)
+    data: list[str] = field(default_factory=list)  # feature caches (see models/data/cache.py)
     out: str = "runs/default"
     window: int = 64  # training crop, frames (a multiple of frames_per_token)
     batch: int = 16
@@ -68,7 +68,8 @@ class TrainConfig:
     ema: float = 0.999
     drop_text: float = 0.2  # each condition dropped with p = 0.2 (classifier-free guidance)
     drop_image: float = 0.2
-    rest_augment: float = 0.3  # share of samples shown on a rig with another rest pose (models/augment.py)
+    # share of samples shown on a rig with another rest pose (models/data/augment.py)
+    rest_augment: float = 0.3
     authored_weight: float = 4.0  # how much more often an authored clip is drawn than a procedural one
     checkpoint_every: int = 100
     log_every: int = 10
@@ -132,7 +133,7 @@ class PoseDenoiserConfig:
 
 @dataclass
 class PoseTrainConfig:
-    data: list[str] = field(default_factory=list)  # feature caches (models/dataset.py)
+    data: list[str] = field(default_factory=list)  # feature caches (models/data/cache.py)
     out: str = "runs/pose"
     batch: int = 128
     lr: float = 5e-4

@@ -40,6 +40,7 @@ __all__ = [
     "load_image",
     "load_image_encoder",
     "load_text_encoder",
+    "sentence_vectors",
 ]
 
 # Pixel statistics in 0..255 units. EfficientNet-Lite was trained with inception-style
@@ -708,3 +709,14 @@ def clear_cache() -> None:
     """Forget the cached encoders (tests, or after the user picks another image encoder)."""
     with _cache_lock:
         _cache.clear()
+
+
+def sentence_vectors(tokens: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """MiniLM sentence vectors (N,384) from token features: the masked mean, L2-normalised — the same
+    recipe as `TextEncoder.encode_sentences`, on the (24-token) features the cache stores."""
+    pooled = np.zeros((len(tokens), np.shape(tokens)[-1]), np.float32)
+    for start in range(0, len(tokens), 4096):  # in chunks: a 40k-caption cache is 1.5 GB as float32
+        t = np.asarray(tokens[start : start + 4096], np.float32)
+        m = np.asarray(masks[start : start + 4096], np.float32)
+        pooled[start : start + len(t)] = (t * m[..., None]).sum(1) / np.maximum(m.sum(1, keepdims=True), 1.0)
+    return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

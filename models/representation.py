@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kirin_addon.canonical import CanonicalFrame, detect_canonical_frame
-from ..kirin_addon.metrics import foot_contacts
-from ..kirin_addon.motion import Motion, forward_kinematics, motion_from_world_deltas
-from ..kirin_addon.rig import Rig
-from ..kirin_addon.rotations import matrix_to_6d, matrix_to_quat, sixd_to_matrix
+from ..kirin_addon.core.canonical import CanonicalFrame, detect_canonical_frame
+from ..kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_deltas
+from ..kirin_addon.core.rig import Rig
+from ..kirin_addon.core.rotations import matrix_to_6d, matrix_to_quat, sixd_to_matrix
+from ..kirin_addon.eval.metrics import foot_contacts
 
 ROT = slice(0, 6)
 POS = slice(6, 9)

@@ -23,12 +23,12 @@ from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 
 from ..kirin_addon.backend.client import BackendClient, GenerationResult
 from ..kirin_addon.backend.protocol import MAX_FRAMES, MAX_VARIANTS
-from ..kirin_addon.motion import Motion, pin_frames
-from ..kirin_addon.rig import Rig
-from ..kirin_addon.skinning import SkinnedMesh
+from ..kirin_addon.core.motion import Motion, pin_frames
+from ..kirin_addon.core.rig import Rig
+from ..kirin_addon.core.skinning import SkinnedMesh
 from . import nla, scene_io
-from .backend_ops import BackendOperator, BackendTask, connect, start_task
-from .motion_file import NeedsArmature, target_frame
+from .common import BackendOperator, BackendTask, connect, start_task
+from .retarget import NeedsArmature, target_frame
 
 NAME_LIMIT = 63  # bytes in a Blender ID name
 # Magic numbers of the image files a reference image may be (the backend decodes them).

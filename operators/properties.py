@@ -13,7 +13,7 @@ from bpy.props import (
     StringProperty,
 )
 
-from ..kirin_addon.creature import FAMILIES
+from ..kirin_addon.core.creature import FAMILIES
 
 FAMILY_ITEMS = [("AUTO", "Detect", "Fit every template family and keep the best")] + [
     (f.upper(), f.title(), f"The {f} template") for f in FAMILIES

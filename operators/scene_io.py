@@ -12,9 +12,9 @@ import re
 import bpy
 import numpy as np
 
-from ..kirin_addon.motion import Motion, root_basis_location
-from ..kirin_addon.rig import Rig, RigError
-from ..kirin_addon.rotations import (
+from ..kirin_addon.core.motion import Motion, root_basis_location
+from ..kirin_addon.core.rig import Rig, RigError
+from ..kirin_addon.core.rotations import (
     euler_continuity,
     euler_to_matrix,
     matrix_to_euler,
@@ -25,7 +25,7 @@ from ..kirin_addon.rotations import (
     quat_to_axis_angle,
     quat_to_matrix,
 )
-from ..kirin_addon.skinning import SkinnedMesh
+from ..kirin_addon.core.skinning import SkinnedMesh
 
 _BONE_PATH = re.compile(r'^pose\.bones\["(?P<bone>(?:[^"\\]|\\.)*)"\]\.(?P<prop>\w+)$')
 _LINEAR = 1  # enum index of 'LINEAR' in FCurve keyframe interpolation

@@ -22,13 +22,13 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 
 from ..kirin_addon.backend.client import BackendClient, ExtractResult
 from ..kirin_addon.backend.protocol import MAX_EPOCHS
-from ..kirin_addon.rig import Rig
-from ..kirin_addon.skinning import SkinnedMesh
+from ..kirin_addon.core.rig import Rig
+from ..kirin_addon.core.skinning import SkinnedMesh
 from . import scene_io
-from .backend_ops import BackendOperator, BackendTask, connect, start_task
+from .common import BackendOperator, BackendTask, connect, start_task
 from .generate import NAME_LIMIT, _to_frame
-from .motion_file import NeedsArmature, target_frame
 from .properties import SILHOUETTE_ITEMS
+from .retarget import NeedsArmature, target_frame
 
 # What the last finished extraction made (the `kirin extract` report reads it).
 last_extract: dict = {}

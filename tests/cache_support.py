@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kirin.kirin_addon.library import BuildConfig, build_library
-from kirin.models.dataset import build_cache
+from kirin.kirin_addon.library.build import BuildConfig, build_library
+from kirin.models.data.cache import build_cache
 from kirin.models.encoders import load_image_encoder, load_text_encoder
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kirin.kirin_addon.motion import Motion, forward_kinematics
-from kirin.kirin_addon.rotations import quat_from_axis_angle
-from kirin.kirin_addon.skinning import skin_matrices
+from kirin.kirin_addon.core.motion import Motion, forward_kinematics
+from kirin.kirin_addon.core.rotations import quat_from_axis_angle
+from kirin.kirin_addon.core.skinning import skin_matrices
 
 
 def random_poses(rig, count: int, seed: int = 1, max_degrees: float = 35.0) -> np.ndarray:

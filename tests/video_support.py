@@ -21,7 +21,7 @@ FPS = 24.0
 
 
 def creature(family: str = "quadruped", seed: int = 3):
-    from kirin.kirin_addon.families import build_creature
+    from kirin.kirin_addon.library.families import build_creature
 
     return build_creature(family, seed)
 
@@ -86,7 +86,7 @@ def write_keypoints(path: Path, rig, points: np.ndarray, joints: list[int]) -> P
 def write_files(folder: Path, frames: int = 12, family: str = "quadruped", seed: int = 3) -> dict:
     """walk.mp4 (the creature walking), walk.csv (its keypoints), still.mp4 (nothing moves),
     not_a_video.mp4 (text); returns their paths and the truth."""
-    from kirin.kirin_addon.video_io import write_video
+    from kirin.kirin_addon.video.video_io import write_video
 
     folder.mkdir(parents=True, exist_ok=True)
     rig = creature(family, seed).rig
@@ -119,10 +119,10 @@ def synthetic_files(folder: Path, frames: int = 12, family: str = "quadruped", s
 def cesiumman_from_behind(frames: int = 16, size: tuple[int, int] = (320, 240)):
     """CesiumMan's clip (../shared/assets) rendered by kirin_addon/video_synth from behind and 15° above,
     a view MediaPipe Pose reads well on this untextured render: (rig, SyntheticVideo with the truth)."""
-    from kirin.kirin_addon.io_gltf import load_gltf
-    from kirin.kirin_addon.motion import Motion
-    from kirin.kirin_addon.video_synth import frame_camera, render_motion, skinned_vertices
-    from kirin.models.idm import default_frame
+    from kirin.kirin_addon.core.motion import Motion
+    from kirin.kirin_addon.io.gltf import load_gltf
+    from kirin.kirin_addon.video.synth import frame_camera, render_motion, skinned_vertices
+    from kirin.models.video.idm import default_frame
 
     from assets_support import asset_files
 
@@ -151,7 +151,7 @@ def cesiumman_video(path: Path, frames: int = 16) -> Path:
         if run.returncode != 0:
             raise RuntimeError(run.stdout[-2000:] + run.stderr[-2000:]) from None
         return path
-    from kirin.kirin_addon.video_io import write_video
+    from kirin.kirin_addon.video.video_io import write_video
 
     _, video = cesiumman_from_behind(frames)
     return Path(write_video(path, video.frames, video.fps))

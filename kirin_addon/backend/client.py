@@ -5,7 +5,7 @@
     while not job.poll_once().finished:   # a modal operator: one poll_once per timer tick
         ...
     result = job.result()                 # or, headless: result = job.wait()
-    result.variants[0].motion             # a kirin_addon.motion.Motion on the rig
+    result.variants[0].motion             # a kirin_addon.core.motion.Motion on the rig
     dragged = client.project_pose(rig, pose, {paw: target}, pins=[foot], mesh=mesh, mesh_key=key)
     key = dragged.mesh_key                # Pose Space answers at once; the key spares resending the mesh
 
@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from ..motion import Motion
-from ..pose_space import JointLimits
-from ..rig import Rig
-from ..skinning import SkinnedMesh
+from ..core.motion import Motion
+from ..core.rig import Rig
+from ..core.skinning import SkinnedMesh
+from ..pose.space import JointLimits
 from .protocol import (
     API,
     PROTOCOL_VERSION,

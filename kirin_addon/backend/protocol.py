@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..motion import Motion
-from ..pose_space import JointLimits
-from ..rig import MAX_JOINTS, Rig
-from ..skinning import SkinnedMesh
+from ..core.motion import Motion
+from ..core.rig import MAX_JOINTS, Rig
+from ..core.skinning import SkinnedMesh
+from ..pose.space import JointLimits
 
 PROTOCOL_VERSION = 1
 API = "/v1"  # every endpoint lives under this prefix
@@ -319,7 +319,7 @@ MAX_TARGETS = 64  # meshes one Transfer Weights job may re-skin
 TRANSFER_OPTIONS = ("method", "max_distance", "max_angle", "surface_tolerance", "allow_flipped_normals",
                     "smooth_iterations", "max_influences", "k")
 # How Auto-Bind skins the mesh: the fitted template's weights transferred, bone heat on the mesh
-# itself (kirin_addon/heat_weights.py), or bone heat pulled towards the transferred weights.
+# itself (kirin_addon/bind/heat_weights.py), or bone heat pulled towards the transferred weights.
 BIND_WEIGHTS = ("transfer", "heat", "blend")
 DEFAULT_BIND_WEIGHTS = "blend"  # the lowest error on benchmarks/bench_autobind.py
 
@@ -371,7 +371,7 @@ def transfer_request(
 ) -> dict[str, Any]:
     """The JSON body of POST /v1/jobs/transfer: the source mesh with its vertex-group weights ((V,K)
     indices into `groups`), and (name, vertices, triangles) of each target, all in one space.
-    `options` are TransferConfig fields (kirin_addon/weight_transfer.py)."""
+    `options` are TransferConfig fields (kirin_addon/bind/weight_transfer.py)."""
     unknown = set(options) - set(TRANSFER_OPTIONS)
     if unknown:
         raise ProtocolError(f"Unknown transfer option(s): {', '.join(sorted(unknown))}.")
@@ -512,7 +512,7 @@ def pose_walk_request(
 ) -> dict[str, Any]:
     """The JSON body of POST /v1/pose/walk: keyposes (a K-frame motion on `rig`), the frame count
     from each key to the next (K − 1 numbers), the walk's `method` ("guided" or "latent", see
-    models/pose_sampler.py) and the rig's own joint ranges the in-betweens keep to (as for
+    models/pose/sampler.py) and the rig's own joint ranges the in-betweens keep to (as for
     `pose_project_request`); the answer has sum(frames) + 1 frames."""
     body = {
         **_pose_rig(rig, mesh, mesh_key),

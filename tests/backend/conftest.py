@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kirin.kirin_addon.families import build_creature
+from kirin.kirin_addon.library.families import build_creature
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +19,9 @@ def backend(tmp_path_factory):
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     torch = pytest.importorskip("torch")
-    from kirin.kirin_addon.backend.server import Backend
-    from kirin.kirin_addon.backend.service import GenerationService
-    from kirin.models.generator import DEFAULT_MODEL
+    from kirin.kirin_addon.backend.server.app import Backend
+    from kirin.kirin_addon.backend.server.generate import GenerationService
+    from kirin.models.motion.generator import DEFAULT_MODEL
 
     if not (DEFAULT_MODEL / "model.json").exists():
         pytest.skip("no shipped motion model")

@@ -7,7 +7,7 @@ import pytest
 
 from kirin.kirin_addon.backend.client import BackendError
 from kirin.kirin_addon.backend.protocol import encode_array, surface_to_json
-from kirin.kirin_addon.skinning import linear_blend_skinning
+from kirin.kirin_addon.core.skinning import linear_blend_skinning
 
 pytest.importorskip("scipy")
 
@@ -74,7 +74,7 @@ def test_transfer_refuses_bad_requests_with_a_clear_4xx(client, creature):
 
 
 def test_auto_bind_fits_a_rig_and_skins_the_mesh(client):
-    from kirin.kirin_addon.families import build_creature
+    from kirin.kirin_addon.library.families import build_creature
 
     creature = build_creature("quadruped", 12)
     mesh = creature.mesh
@@ -100,9 +100,9 @@ def test_bind_weights_option_transfer_heat_and_blend(client, creature, monkeypat
     from types import SimpleNamespace
 
     from kirin.kirin_addon.backend import protocol
-    from kirin.kirin_addon.backend.binding import BindingService
     from kirin.kirin_addon.backend.protocol import ProtocolError, bind_request
-    from kirin.models import template_fit
+    from kirin.kirin_addon.backend.server.bind import BindingService
+    from kirin.models.bind import template_fit
 
     mesh, rig = creature.mesh, creature.rig
     fit = SimpleNamespace(family="quadruped", rig=rig, template_vertices=mesh.vertices,

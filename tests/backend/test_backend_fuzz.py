@@ -22,8 +22,8 @@ from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
 
 from kirin.kirin_addon.backend.protocol import generate_request  # noqa: E402
-from kirin.kirin_addon.backend.server import Backend  # noqa: E402
-from kirin.kirin_addon.backend.service import GenerationService  # noqa: E402
+from kirin.kirin_addon.backend.server.app import Backend  # noqa: E402
+from kirin.kirin_addon.backend.server.generate import GenerationService  # noqa: E402
 
 MAX_EXAMPLES = 20
 SKIPPED = ("/v1/shutdown",)  # would end the run; covered in test_backend_process.py
@@ -127,7 +127,7 @@ def _replaced(value, path, new):
 
 @pytest.mark.slow
 def test_mutated_valid_requests_never_get_a_server_error(fuzzed):
-    from kirin.kirin_addon.rig import RigBuilder
+    from kirin.kirin_addon.core.rig import RigBuilder
 
     builder = RigBuilder()
     builder.add("hips", None, (0, 0, 1), (0, 0, 1.2))

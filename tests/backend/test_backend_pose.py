@@ -10,11 +10,11 @@ import pytest
 
 from kirin.kirin_addon.backend.client import BackendError, PoseResult
 from kirin.kirin_addon.backend.protocol import UNKNOWN_MESH_KEY_STATUS, pose_project_request
-from kirin.kirin_addon.canonical import detect_canonical_frame
-from kirin.kirin_addon.metrics import bone_length_error
-from kirin.kirin_addon.motion import Motion, joint_positions
-from kirin.kirin_addon.pose_space import JointLimits
-from kirin.kirin_addon.rotations import quat_identity
+from kirin.kirin_addon.core.canonical import detect_canonical_frame
+from kirin.kirin_addon.core.motion import Motion, joint_positions
+from kirin.kirin_addon.core.rotations import quat_identity
+from kirin.kirin_addon.eval.metrics import bone_length_error
+from kirin.kirin_addon.pose.space import JointLimits
 
 PAW, PIN, HEAD = "mixamorig:LeftHandToe", "mixamorig:RightToeBase", "mixamorig:Head"
 
@@ -244,8 +244,8 @@ def test_bad_pose_requests_are_refused_naming_the_field(pose_client, creature):
 
 
 def test_a_missing_pose_prior_is_a_clear_503(tmp_path):
-    from kirin.kirin_addon.backend.jobs import JobError
-    from kirin.kirin_addon.backend.pose import PoseService
+    from kirin.kirin_addon.backend.server.jobs import JobError
+    from kirin.kirin_addon.backend.server.pose import PoseService
 
     service = PoseService(tmp_path)
     assert service.info()["available"] is False

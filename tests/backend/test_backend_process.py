@@ -106,7 +106,7 @@ def test_kirin_serve_prints_its_url_writes_a_private_token_and_shuts_down(tmp_pa
 
 def test_kirin_serve_refuses_cuda_where_there_is_none():
     pytest.importorskip("onnxruntime")
-    from kirin.kirin_addon.backend.service import cuda_providers
+    from kirin.kirin_addon.backend.server.generate import cuda_providers
 
     if "CUDAExecutionProvider" in cuda_providers():
         pytest.skip("this machine has CUDA")
@@ -139,7 +139,7 @@ def test_backend_ends_with_its_parent(tmp_path):
 
 
 def test_default_token_folder_is_private():
-    from kirin.kirin_addon.backend.server import default_token_file
+    from kirin.kirin_addon.backend.server.app import default_token_file
 
     if not hasattr(os, "getuid"):
         pytest.skip("POSIX permissions")

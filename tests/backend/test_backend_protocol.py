@@ -24,8 +24,8 @@ from kirin.kirin_addon.backend.protocol import (
     rig_from_json,
     rig_to_json,
 )
-from kirin.kirin_addon.motion import Motion
-from kirin.kirin_addon.rig import RigError
+from kirin.kirin_addon.core.motion import Motion
+from kirin.kirin_addon.core.rig import RigError
 
 BACKEND = Path(__file__).resolve().parents[2] / "kirin_addon" / "backend"
 

@@ -17,8 +17,8 @@ import pytest
 
 from kirin.kirin_addon.backend.client import BackendClient, BackendError, GenerationJob, JobCancelledError
 from kirin.kirin_addon.backend.protocol import encode_array, generate_request, rig_to_json
-from kirin.kirin_addon.metrics import bone_length_error
-from kirin.kirin_addon.motion import joint_positions
+from kirin.kirin_addon.core.motion import joint_positions
+from kirin.kirin_addon.eval.metrics import bone_length_error
 
 FRAMES = 24
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy for loopback
@@ -145,7 +145,7 @@ def test_reference_image_by_path_and_by_bytes(client, creature, tmp_path):
 
 
 def test_generation_error_fails_the_job_with_its_message(client, backend, creature, monkeypatch):
-    from kirin.models.generator import GenerationError
+    from kirin.models.motion.generator import GenerationError
 
     def refuse(*args, **kwargs):
         raise GenerationError("The frames to keep are for a different rig.")

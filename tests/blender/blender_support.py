@@ -12,9 +12,10 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-b
 
 import bpy  # noqa: E402
 
-from kirin.kirin_addon import rotations as rot  # noqa: E402
-from kirin.kirin_addon.motion import Motion, motion_from_world_deltas  # noqa: E402
-from kirin.operators import headless, scene_io  # noqa: E402
+from kirin.kirin_addon.core import rotations as rot  # noqa: E402
+from kirin.kirin_addon.core.motion import Motion, motion_from_world_deltas  # noqa: E402
+from kirin.operators import scene_io  # noqa: E402
+from kirin.operators.headless import common as headless
 
 activate = headless.activate
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.clip import save_clip
-from kirin.kirin_addon.procedural import BipedSpec, build_biped, capsule_mesh, default_retarget_pair
-from kirin.kirin_addon.rig import rig_from_bones
+from kirin.kirin_addon.core.rig import rig_from_bones
+from kirin.kirin_addon.io.clip import save_clip
+from kirin.kirin_addon.library.procedural import BipedSpec, build_biped, capsule_mesh, default_retarget_pair
 
 from blender_support import activate, bpy, scene_io, scene_state
 

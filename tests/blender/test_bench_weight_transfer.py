@@ -39,7 +39,7 @@ def test_blender_tools_on_the_fox(blender):
 
 
 def test_kirin_transfer_on_the_fox(blender):
-    pytest.importorskip("kirin.kirin_addon.weight_transfer")
+    pytest.importorskip("kirin.kirin_addon.bind.weight_transfer")
     bench = load_bench()
     row = bench.benchmark_character(FOX[0], frames=2, seed=0)
     assert_sane(row, bench.METHODS)

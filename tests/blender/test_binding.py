@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kirin.operators import headless_bind
+from kirin.operators.headless import bind as headless_bind
 
 from blender_support import activate, bpy, headless, scene_io, scene_state
 
@@ -129,7 +129,7 @@ def test_auto_bind_makes_a_rig_that_keeps_the_rest_shape_and_moves_the_mesh(crea
     rest = scene_io.read_surface(body)[0]
     activate(body)
     assert bpy.ops.kirin.auto_bind(family="QUADRUPED") == {"FINISHED"}
-    report = dict(ext("operators.binding").last_bind)
+    report = dict(ext("operators.bind").last_bind)
     arm = bpy.data.objects[report["armature"]]
     assert arm.type == "ARMATURE" and body.parent == arm and report["family"] == "quadruped"
     assert report["quality"] in ("good", "fair")

@@ -30,7 +30,7 @@ def test_manifest_validates_and_zip_builds(tmp_path):
     assert built.returncode == 0, built.stdout + built.stderr
     (archive,) = tmp_path.glob("kirin-*.zip")
     names = zipfile.ZipFile(archive).namelist()
-    assert "blender_manifest.toml" in names and "kirin_addon/rig.py" in names
+    assert "blender_manifest.toml" in names and "kirin_addon/core/rig.py" in names
     assert not any(n.startswith(("tests/", ".venv", "benchmarks/")) for n in names)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.motion import Motion
+from kirin.kirin_addon.core.motion import Motion
 
 from assets_support import asset_files
 from blender_support import activate, bpy, headless, random_world_motion, scene_io, scene_state

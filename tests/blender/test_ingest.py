@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.clip import load_clip
-from kirin.kirin_addon.motion import forward_kinematics
+from kirin.kirin_addon.core.motion import forward_kinematics
+from kirin.kirin_addon.io.clip import load_clip
 
 from assets_support import ASSETS
 from blender_support import bpy, headless, scene_io

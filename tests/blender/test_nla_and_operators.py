@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.clip import save_clip
-from kirin.kirin_addon.procedural import BipedSpec, biped_walk, default_retarget_pair
-from kirin.operators import headless
+from kirin.kirin_addon.io.clip import save_clip
+from kirin.kirin_addon.library.procedural import BipedSpec, biped_walk, default_retarget_pair
+from kirin.operators.headless import common as headless
 
 from assets_support import ASSETS
 from blender_support import activate, bpy, scene_io

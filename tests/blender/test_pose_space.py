@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.motion import Motion, forward_kinematics
-from kirin.kirin_addon.pose_space import Skeleton
-from kirin.kirin_addon.rotations import quat_angle, quat_conjugate, quat_from_axis_angle, quat_multiply
+from kirin.kirin_addon.core.motion import Motion, forward_kinematics
+from kirin.kirin_addon.core.rotations import quat_angle, quat_conjugate, quat_from_axis_angle, quat_multiply
+from kirin.kirin_addon.pose.space import Skeleton
 
 from assets_support import asset_files
 from blender_support import activate, bpy, headless, scene_io, scene_state
@@ -117,18 +117,18 @@ def test_operators_tool_and_panel_are_registered(kirin):
     for name in ("pose_space_drag", "project_pose", "sample_pose", "walk_between_keys"):
         op = getattr(bpy.ops.kirin, name)
         assert "Not available yet" not in op.get_rna_type().description
-    assert ext("operators.pose_space")._tool_registered
+    assert ext("operators.pose")._tool_registered
     from bl_ui.space_toolsystem_common import ToolSelectPanelHelper
 
     helper = ToolSelectPanelHelper._tool_class_from_space_type("VIEW_3D")
     ids = [getattr(t, "idname", None) for t in helper._tools["POSE"] if t is not None and not callable(t)]
-    assert ext("operators.pose_space").TOOL_ID in ids
+    assert ext("operators.pose").TOOL_ID in ids
     assert hasattr(bpy.types, "KIRIN_PT_pose_space")
     assert hasattr(bpy.context.scene.kirin, "pose_strength") and hasattr(bpy.context.scene.kirin, "pose_seed")
 
 
 def test_event_mapping():
-    from kirin.operators import pose_space
+    from kirin.operators import pose as pose_space
 
     act = pose_space.event_action
     assert act(event("MOUSEMOVE")) == "move"
@@ -255,7 +255,7 @@ def test_walk_between_keys_makes_a_new_action_through_the_keys(creature):
     bag = scene_io.action_channelbag(mine, arm)
     original = {(f.data_path, f.array_index): [tuple(p.co) for p in f.keyframe_points] for f in bag.fcurves}
 
-    ranges, actions = ext("operators.pose_space").rig_ranges(arm, rig, rig)
+    ranges, actions = ext("operators.pose").rig_ranges(arm, rig, rig)
     assert actions == 1
     assert bpy.ops.kirin.walk_between_keys() == {"FINISHED"}
     walked = arm.animation_data.action
@@ -315,7 +315,7 @@ def test_walk_between_keys_makes_a_new_action_through_the_keys(creature):
 def test_drag_moves_the_bone_keeps_pins_and_escape_restores_exactly(creature):
     arm = creature
     rig = scene_io.read_rig(arm)
-    pose_space, backend_ops = ext("operators.pose_space"), ext("operators.backend_ops")
+    pose_space, backend_ops = ext("operators.pose"), ext("operators.common")
     dragged, pinned = feet(arm, rig)
     chosen = np.zeros(rig.joint_count, dtype=bool)
     chosen[[dragged, pinned]] = True
@@ -396,7 +396,7 @@ def test_fox_project_and_drag(kirin):
     # glTF imports keep bone `location` offsets in the pose: requests fold them into the rig.
     pose = scene_io.read_pose(arm, rig)
     assert pose.translations is not None
-    held, bare = ext("operators.pose_space").held_offsets(rig, pose)
+    held, bare = ext("operators.pose").held_offsets(rig, pose)
     assert bare.translations is None
     assert np.abs(forward_kinematics(held, bare) - forward_kinematics(rig, pose)).max() < 1e-9 * size
     kept = feet(arm, rig)
@@ -409,7 +409,7 @@ def test_fox_project_and_drag(kirin):
     assert np.linalg.norm(after[kept] - before[kept], axis=-1).max() / size < KEEP
 
     start_basis = basis(arm)
-    pose_space, backend_ops = ext("operators.pose_space"), ext("operators.backend_ops")
+    pose_space, backend_ops = ext("operators.pose"), ext("operators.common")
     dragged, pinned = kept
     session = pose_space.DragSession(bpy.context, arm, rig.names[dragged], backend_ops.connect(), None)
     target = after[dragged] + up(arm) * 0.1 * size
@@ -442,7 +442,7 @@ def test_fox_drag_keeps_to_the_ranges_of_its_actions(kirin):
     rig = scene_io.read_rig(arm)
     actions = scene_io.armature_actions(arm)
     assert len(actions) == 3
-    pose_space, backend_ops = ext("operators.pose_space"), ext("operators.backend_ops")
+    pose_space, backend_ops = ext("operators.pose"), ext("operators.common")
     walk = next(a for a in actions if "Walk" in a.name)
     motion = scene_io.read_action(arm, rig, walk, frames=scene_io.action_key_frames(walk, arm))
     arm.animation_data.action = None  # the pose is ours to set
@@ -482,7 +482,7 @@ def test_fox_drag_keeps_to_the_ranges_of_its_actions(kirin):
 def test_ranges_come_only_from_the_bones_an_action_turns(creature):
     arm = creature
     rig = scene_io.read_rig(arm)
-    pose_space = ext("operators.pose_space")
+    pose_space = ext("operators.pose")
     assert pose_space.rig_ranges(arm, rig, rig) == (None, 0)  # no action: the prior alone
     joint = int(np.flatnonzero(rig.parents >= 0)[0])
     bone = arm.pose.bones[rig.names[joint]]

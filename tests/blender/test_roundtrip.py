@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from mathutils import Matrix
 
-from kirin.kirin_addon.motion import Motion, forward_kinematics
-from kirin.kirin_addon.procedural import BipedSpec, build_biped
-from kirin.kirin_addon.rotations import axis_rotations
-from kirin.operators import headless
+from kirin.kirin_addon.core.motion import Motion, forward_kinematics
+from kirin.kirin_addon.core.rotations import axis_rotations
+from kirin.kirin_addon.library.procedural import BipedSpec, build_biped
+from kirin.operators.headless import common as headless
 
 from assets_support import asset_files
 from blender_support import bpy, random_world_motion, scene_io

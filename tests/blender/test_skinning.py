@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.motion import forward_kinematics
-from kirin.kirin_addon.procedural import build_biped, capsule_mesh
-from kirin.kirin_addon.skinning import linear_blend_skinning, skin_matrices
-from kirin.operators import headless
+from kirin.kirin_addon.core.motion import forward_kinematics
+from kirin.kirin_addon.core.skinning import linear_blend_skinning, skin_matrices
+from kirin.kirin_addon.library.procedural import build_biped, capsule_mesh
+from kirin.operators.headless import common as headless
 
 from assets_support import asset_files
 from blender_support import bpy, random_world_motion, scene_io

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from video_support import SIZE, synthetic_files
 
-from kirin.kirin_addon.motion import Motion
+from kirin.kirin_addon.core.motion import Motion
 
 from blender_support import activate, bpy, headless, scene_io, scene_state
 
@@ -211,7 +211,7 @@ def test_cockatoo_video_on_a_procedural_bird(kirin):
     """The whole real clip end to end, from its silhouettes alone: 280 frames (20 fps, 1280×720) from a
     hand-held camera that drifts, a cockatoo on a perch that walks up to the lens (close-ups fill the
     frame, where nothing separates) and backs off. Every 4th frame, one epoch."""
-    from kirin.kirin_addon.families import build_creature
+    from kirin.kirin_addon.library.families import build_creature
 
     bird = build_creature("bird", 1)
     arm = scene_io.create_armature(bird.rig, "Bird")

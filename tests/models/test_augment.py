@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kirin.kirin_addon.controllers import generate
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.motion import forward_kinematics, joint_positions, motion_from_world_transforms
-from kirin.kirin_addon.rig import Rig
-from kirin.models.augment import apply_rest_change, random_rest_change
-from kirin.models.dataset import procedural_frame
+from kirin.kirin_addon.core.motion import forward_kinematics, joint_positions, motion_from_world_transforms
+from kirin.kirin_addon.core.rig import Rig
+from kirin.kirin_addon.library.controllers import generate
+from kirin.kirin_addon.library.families import build_creature
+from kirin.models.data.augment import apply_rest_change, random_rest_change
+from kirin.models.data.cache import procedural_frame
 from kirin.models.representation import canonical_rig, motion_features
 from kirin.models.rig_features import rig_features
 

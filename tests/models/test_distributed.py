@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cache_support import small_cache
 
-from kirin.kirin_addon.library import BuildConfig
+from kirin.kirin_addon.library.build import BuildConfig
 
 
 def test_two_processes_train_together(tmp_path):

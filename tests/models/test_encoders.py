@@ -47,8 +47,8 @@ def image() -> ImageEncoder:
 @pytest.fixture(scope="module")
 def pictures() -> dict[str, np.ndarray]:
     """Two views of a rendered biped (and a mirror), a checkerboard, a gradient, noise."""
-    from kirin.kirin_addon.procedural import build_biped, capsule_mesh
-    from kirin.kirin_addon.render import rasterize, three_quarter_camera
+    from kirin.kirin_addon.library.procedural import build_biped, capsule_mesh
+    from kirin.kirin_addon.library.render import rasterize, three_quarter_camera
 
     mesh = capsule_mesh(build_biped())
 
@@ -329,7 +329,7 @@ def test_png_reader_all_filters_and_colour_types(tmp_path, image):
     (tmp_path / "half.png").write_bytes(_png(half.reshape(2, -1), 6, 8, [0]))
     assert np.all(load_image(tmp_path / "half.png") == 63)
     # A file and its pixels give the same features.
-    from kirin.kirin_addon.render import write_png
+    from kirin.kirin_addon.library.render import write_png
 
     picture = rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
     write_png(tmp_path / "picture.png", picture)

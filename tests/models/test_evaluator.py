@@ -10,21 +10,19 @@ import pytest
 import torch
 from cache_support import small_cache
 
-from kirin.kirin_addon.library import BuildConfig
+from kirin.kirin_addon.eval.distributions import gaussian_frechet_distance, r_precision, r_precision_pool
+from kirin.kirin_addon.library.build import BuildConfig
 from kirin.models.config import DenoiserConfig, TrainConfig
-from kirin.models.dataset import FeatureCache
-from kirin.models.evaluate import (
+from kirin.models.data.cache import FeatureCache
+from kirin.models.eval.evaluate import (
     KEYS,
     ROWS,
     diversity,
     fid,
-    frechet_distance,
     mm_dist,
     multimodality,
-    r_precision,
-    r_precision_pool,
 )
-from kirin.models.evaluator import (
+from kirin.models.eval.evaluator import (
     DEFAULT_EVALUATOR,
     EvaluatorConfig,
     EvaluatorTrainConfig,
@@ -32,7 +30,7 @@ from kirin.models.evaluator import (
     ground_truth_r_precision,
     train_evaluator,
 )
-from kirin.models.train import train
+from kirin.models.motion.train import train
 
 TINY_EVALUATOR = EvaluatorConfig(joint_width=16, width=32, text_hidden=64, embedding=32, dilations=(1, 2))
 
@@ -47,7 +45,7 @@ def test_fid_known_values():
     # Gaussians with diagonal covariances: |Δμ|² + Σ (σ1 − σ2)².
     mu1, mu2 = np.zeros(3), np.array([1.0, 0.0, 2.0])
     s1, s2 = np.diag([1.0, 4.0, 9.0]), np.diag([4.0, 4.0, 1.0])
-    assert frechet_distance(mu1, s1, mu2, s2) == pytest.approx(5.0 + 1.0 + 0.0 + 4.0, rel=1e-9)
+    assert gaussian_frechet_distance(mu1, s1, mu2, s2) == pytest.approx(5.0 + 1.0 + 0.0 + 4.0, rel=1e-9)
     # Fewer samples than dimensions (a singular covariance) still gives a finite number.
     assert np.isfinite(fid(rng.normal(size=(10, 32)), rng.normal(size=(12, 32))))
 
@@ -144,7 +142,7 @@ def test_shipped_evaluator_recognises_motions_of_unseen_creatures(library):
 
 
 def test_eval_command_writes_every_row_and_key(library, tiny_evaluator, capsys):
-    from kirin.kirin_addon.cli import main
+    from kirin.kirin_addon.cli.main import main
 
     folder, _, _ = tiny_evaluator
     train(
@@ -188,8 +186,8 @@ def test_eval_command_writes_every_row_and_key(library, tiny_evaluator, capsys):
 
 
 def test_bounds_command_writes_the_library_quantiles_into_the_model_card(library, tmp_path):
-    from kirin.kirin_addon.cli import main
-    from kirin.models.evaluate import BONE_TOLERANCE, data_bounds, within_bounds
+    from kirin.kirin_addon.cli.main import main
+    from kirin.models.eval.evaluate import BONE_TOLERANCE, data_bounds, within_bounds
 
     card = tmp_path / "model.json"
     card.write_text(json.dumps({"fps": 30.0}))

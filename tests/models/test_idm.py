@@ -1,4 +1,4 @@
-"""The per-rig inverse-dynamics model (models/idm.py, models/idm_train.py): crop geometry, the
+"""The per-rig inverse-dynamics model (models/video/idm.py, models/video/idm_train.py): crop geometry, the
 exact inverse of its outputs, a tiny model that learns in seconds, and save/load."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from kirin.kirin_addon.controllers import generate
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.motion import Motion, joint_positions
-from kirin.kirin_addon.video_synth import frame_camera, render_motion
-from kirin.models.idm import (
+from kirin.kirin_addon.core.motion import Motion, joint_positions
+from kirin.kirin_addon.library.controllers import generate
+from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.video.synth import frame_camera, render_motion
+from kirin.models.video.idm import (
     IDM,
     IDMConfig,
     IDMError,
@@ -23,7 +23,7 @@ from kirin.models.idm import (
     sample_crops,
     silhouette_boxes,
 )
-from kirin.models.idm_train import IDMTrainConfig, load_or_train_idm, train_idm
+from kirin.models.video.idm_train import IDMTrainConfig, load_or_train_idm, train_idm
 
 SIZE = (160, 120)
 TINY = IDMConfig(crop=32, channels=(8, 16, 32), hidden=64)

@@ -9,16 +9,17 @@ import pytest
 import torch
 from cache_support import small_cache
 
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.library import BuildConfig
-from kirin.kirin_addon.motion import joint_positions
+from kirin.kirin_addon.core.motion import joint_positions
+from kirin.kirin_addon.library.build import BuildConfig
+from kirin.kirin_addon.library.families import build_creature
 from kirin.models.config import DenoiserConfig, TrainConfig
-from kirin.models.dataset import FeatureCache
-from kirin.models.denoiser import Denoiser
-from kirin.models.export import OnnxDenoiser, example_inputs, export_onnx
-from kirin.models.generator import GenerationError, MotionModel
+from kirin.models.data.cache import FeatureCache
+from kirin.models.motion.denoiser import Denoiser
+from kirin.models.motion.export import example_inputs, export_onnx
+from kirin.models.motion.generator import GenerationError, MotionModel
+from kirin.models.motion.train import train
+from kirin.models.onnx import OnnxDenoiser
 from kirin.models.representation import CHANNELS, CONTACT, YAW
-from kirin.models.train import train
 
 TINY = DenoiserConfig(width=32, heads=2, layers=2, ffn=64, window=4)
 
@@ -109,7 +110,7 @@ def test_variants_differ_and_frames_odd_lengths(model_and_rig):
 
 def test_inpainted_frames_are_kept_exactly(model_and_rig):
     model, creature, prepared = model_and_rig
-    from kirin.kirin_addon.controllers import generate
+    from kirin.kirin_addon.library.controllers import generate
     from kirin.models.representation import motion_features
 
     keep = generate(creature, "walk", 2, frames=24).motion
@@ -142,7 +143,7 @@ def test_inpainted_frames_are_kept_exactly(model_and_rig):
 def test_kept_joints_are_kept_exactly_and_the_rest_generated(model_and_rig):
     """Joint-level inpainting: an animator's keyed tail (or any joints) stays, the body is generated."""
     model, creature, prepared = model_and_rig
-    from kirin.kirin_addon.controllers import generate
+    from kirin.kirin_addon.library.controllers import generate
     from kirin.models.representation import motion_features
 
     keep = generate(creature, "walk", 2, frames=24).motion
@@ -235,7 +236,7 @@ def test_torch_runner_on_a_device_samples_what_the_network_does(trained, monkeyp
     """The CUDA path where onnxruntime has no GPU: the same call through `TorchRunner` (here on the
     CPU, the only device this machine has) gives the network's own motion; the service picks it
     when torch sees a GPU."""
-    from kirin.kirin_addon.backend.service import GenerationService
+    from kirin.kirin_addon.backend.server.generate import GenerationService
 
     root, _, _ = trained
     model = MotionModel.load(root / "run")
@@ -262,14 +263,14 @@ def test_torch_runner_on_a_device_samples_what_the_network_does(trained, monkeyp
 # ----------------------------------------------------------------------------- retrieval from the library
 @pytest.fixture(scope="module")
 def bank(trained):
-    from kirin.models.retrieval import MotionBank
+    from kirin.models.motion.retrieval import MotionBank
 
     root, _, _ = trained
     return MotionBank(root / "cache")
 
 
 def _train_record(bank, family: str) -> int:
-    from kirin.models.batching import usable
+    from kirin.models.data.batching import usable
 
     return next(
         i for i, r in enumerate(bank.cache.records) if r["family"] == family and usable(r, "train")
@@ -288,7 +289,7 @@ def test_bank_finds_the_clip_a_caption_describes(model_and_rig, bank):
 
 
 def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig, bank):
-    from kirin.models.retrieval import RetrievalConfig, fit_length, retime, retime_rows
+    from kirin.models.motion.retrieval import RetrievalConfig, fit_length, retime, retime_rows
 
     model, creature, prepared = model_and_rig
     index = _train_record(bank, "quadruped")
@@ -348,8 +349,8 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
 
 
 def test_retime_plays_one_shots_to_length_and_keeps_loops():
-    from kirin.kirin_addon.motion import Motion
-    from kirin.models.retrieval import MAX_STRETCH, fit_length, retime
+    from kirin.kirin_addon.core.motion import Motion
+    from kirin.models.motion.retrieval import MAX_STRETCH, fit_length, retime
 
     count = 40
     root = np.zeros((count, 3))
@@ -387,10 +388,10 @@ def test_ddim_from_a_clean_start_keeps_it_and_shortens_the_schedule():
 def test_weights_from_before_the_global_condition_load_unchanged(tmp_path):
     """v0 weights (no sentence path, no adaptive norms) load, and compute exactly what they did:
     the new layers start at identity; a warm start from such a checkpoint does the same."""
-    from kirin.models.denoiser import added_since_v0
-    from kirin.models.export import example_inputs
-    from kirin.models.generator import load_weights
-    from kirin.models.train import warm_start
+    from kirin.models.motion.denoiser import added_since_v0
+    from kirin.models.motion.export import example_inputs
+    from kirin.models.motion.generator import load_weights
+    from kirin.models.motion.train import warm_start
 
     torch.manual_seed(0)
     trained_net = Denoiser(TINY).eval()
@@ -423,7 +424,7 @@ def test_weights_from_before_the_global_condition_load_unchanged(tmp_path):
 def test_the_sentence_reaches_every_token():
     """With the adaptive norms trained away from identity, two prompts that differ give different
     motions even with cross-attention switched off (the global path alone carries the sentence)."""
-    from kirin.models.export import example_inputs
+    from kirin.models.motion.export import example_inputs
 
     torch.manual_seed(1)
     net = Denoiser(TINY).eval()
@@ -443,7 +444,7 @@ def test_the_sentence_reaches_every_token():
 
 
 def test_default_bank_is_built_found_and_used(trained, tmp_path, monkeypatch):
-    from kirin.models.retrieval import build_bank, default_bank_folder, open_default_bank
+    from kirin.models.motion.retrieval import build_bank, default_bank_folder, open_default_bank
 
     root, _, _ = trained
     monkeypatch.setenv("KIRIN_BANK", str(tmp_path / "bank"))
@@ -459,7 +460,7 @@ def test_default_bank_is_built_found_and_used(trained, tmp_path, monkeypatch):
 
 
 def test_retrieval_passes_over_clips_travelling_another_way():
-    from kirin.models.retrieval import _same_travel
+    from kirin.models.motion.retrieval import _same_travel
 
     walk_back = {"direction": "backward", "speed": 1.0}
     assert not _same_travel("forward", walk_back)
@@ -470,7 +471,7 @@ def test_retrieval_passes_over_clips_travelling_another_way():
 
 
 def test_learning_rate_warms_up_and_decays():
-    from kirin.models.train import learning_rate
+    from kirin.models.motion.train import learning_rate
 
     flat = TrainConfig(lr=1e-3, warmup=10, steps=100)
     assert learning_rate(flat, 0) == pytest.approx(1e-4) and learning_rate(flat, 50) == 1e-3
@@ -483,10 +484,10 @@ def test_learning_rate_warms_up_and_decays():
 
 
 def test_stance_slide_tells_a_clip_whose_feet_stay_planted():
-    from kirin.kirin_addon.controllers import generate
-    from kirin.kirin_addon.motion import Motion
+    from kirin.kirin_addon.core.motion import Motion
+    from kirin.kirin_addon.library.controllers import generate
+    from kirin.models.motion.retrieval import _stance_slide
     from kirin.models.representation import canonical_rig
-    from kirin.models.retrieval import _stance_slide
 
     creature = build_creature("quadruped", 7)
     clip = generate(creature, "walk", 0, frames=60)

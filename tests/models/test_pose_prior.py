@@ -8,24 +8,25 @@ import pytest
 import torch
 from cache_support import small_cache
 
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.library import BuildConfig
-from kirin.kirin_addon.motion import Motion, forward_kinematics
-from kirin.kirin_addon.pose_space import JointLimits, normalised_positions, random_valid_poses
+from kirin.kirin_addon.core.motion import Motion, forward_kinematics
+from kirin.kirin_addon.library.build import BuildConfig
+from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.pose.space import JointLimits, normalised_positions, random_valid_poses
 from kirin.models.config import PoseDenoiserConfig, PoseTrainConfig
-from kirin.models.dataset import FeatureCache
+from kirin.models.data.cache import FeatureCache
 from kirin.models.diffusion import Diffusion
-from kirin.models.export import POSE_ONNX_INPUTS, OnnxDenoiser, export_pose_onnx, pose_example_inputs
-from kirin.models.pose_data import build_pose_bank, keep_moving_frames, load_pose_bank, save_pose_bank
-from kirin.models.pose_denoiser import POSE_INPUTS, PoseDenoiser
-from kirin.models.pose_sampler import (
+from kirin.models.onnx import OnnxDenoiser
+from kirin.models.pose.data import build_pose_bank, keep_moving_frames, load_pose_bank, save_pose_bank
+from kirin.models.pose.denoiser import POSE_INPUTS, PoseDenoiser
+from kirin.models.pose.export import POSE_ONNX_INPUTS, export_pose_onnx, pose_example_inputs
+from kirin.models.pose.sampler import (
     DEFAULT_POSE_MODEL,
     PosePrior,
     PoseSpaceError,
     pose_from_motion,
     pose_to_motion,
 )
-from kirin.models.pose_train import train_pose_prior
+from kirin.models.pose.train import train_pose_prior
 
 SMALL = PoseDenoiserConfig(width=32, heads=2, layers=2, ffn=64)
 
@@ -153,7 +154,7 @@ def test_user_rig_round_trip(prior, creature):
     rig, posed, _ = creature
     rng = np.random.default_rng(0)
     axis = rng.normal(size=(rig.joint_count, 3))
-    from kirin.kirin_addon.rotations import quat_from_axis_angle
+    from kirin.kirin_addon.core.rotations import quat_from_axis_angle
 
     motion = Motion(
         30.0,

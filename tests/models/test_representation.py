@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.controllers import generate
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.motion import Motion, joint_positions
-from kirin.kirin_addon.rotations import matrix_to_quat, quat_multiply
-from kirin.models.dataset import procedural_frame
+from kirin.kirin_addon.core.motion import Motion, joint_positions
+from kirin.kirin_addon.core.rotations import matrix_to_quat, quat_multiply
+from kirin.kirin_addon.library.controllers import generate
+from kirin.kirin_addon.library.families import build_creature
+from kirin.models.data.cache import procedural_frame
 from kirin.models.representation import (
     CONTACT,
     canonical_rig,

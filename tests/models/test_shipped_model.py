@@ -10,13 +10,14 @@ import pytest
 import torch
 from cache_support import small_cache
 
-from kirin.kirin_addon.library import BuildConfig
+from kirin.kirin_addon.library.build import BuildConfig
 from kirin.models.config import DenoiserConfig, DiffusionConfig, TrainConfig
-from kirin.models.denoiser import Denoiser
-from kirin.models.evaluate import EvalConfig, evaluate
-from kirin.models.export import OnnxDenoiser, example_inputs
-from kirin.models.generator import DEFAULT_MODEL, MotionModel
-from kirin.models.train import save_weights
+from kirin.models.eval.evaluate import EvalConfig, evaluate
+from kirin.models.motion.denoiser import Denoiser
+from kirin.models.motion.export import example_inputs
+from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel
+from kirin.models.motion.train import save_weights
+from kirin.models.onnx import OnnxDenoiser
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.json").exists(), reason="no shipped motion model")
 

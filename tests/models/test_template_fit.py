@@ -22,9 +22,7 @@ import pytest
 import torch
 from scipy.spatial.transform import Rotation
 
-from kirin.kirin_addon.creature import FAMILIES
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.templates import (
+from kirin.kirin_addon.bind.templates import (
     TEMPLATE_SPECS,
     Similarity,
     candidate_rotations,
@@ -37,8 +35,10 @@ from kirin.kirin_addon.templates import (
     sample_surface,
     template,
 )
-from kirin.models import template_fit as tf
-from kirin.models.template_fit import FitConfig, fit_template
+from kirin.kirin_addon.core.creature import FAMILIES
+from kirin.kirin_addon.library.families import build_creature
+from kirin.models.bind import template_fit as tf
+from kirin.models.bind.template_fit import FitConfig, fit_template
 
 GOAL = 0.05  # mean joint-position error, fraction of body size
 

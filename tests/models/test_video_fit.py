@@ -1,5 +1,5 @@
-"""Video → motion (issue 8, part 3): the sequence optimisation of models/video_fit.py and the camera
-of kirin_addon/camera.py.
+"""Video → motion (issue 8, part 3): the sequence optimisation of models/video/fit.py and the camera
+of kirin_addon/core/camera.py.
 
 Ground truth: a procedural cow (quadruped 3, 36 joints) rearing up (controllers' "rear_up", far from
 the rest pose the fit starts from), filmed by a known camera: keypoints are its projected joint
@@ -18,14 +18,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.camera import PinholeCamera
-from kirin.kirin_addon.controllers import generate
-from kirin.kirin_addon.evidence import Evidence2D
-from kirin.kirin_addon.families import build_creature
-from kirin.kirin_addon.motion import Motion, forward_kinematics, joint_positions
-from kirin.kirin_addon.render import Camera, rasterize
-from kirin.kirin_addon.skinning import linear_blend_skinning, skin_matrices
-from kirin.models.video_fit import VideoFitConfig, VideoFitError, VideoFitResult, fit_motion
+from kirin.kirin_addon.core.camera import PinholeCamera
+from kirin.kirin_addon.core.motion import Motion, forward_kinematics, joint_positions
+from kirin.kirin_addon.core.skinning import linear_blend_skinning, skin_matrices
+from kirin.kirin_addon.library.controllers import generate
+from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.render import Camera, rasterize
+from kirin.kirin_addon.video.evidence import Evidence2D
+from kirin.models.video.fit import VideoFitConfig, VideoFitError, VideoFitResult, fit_motion
 
 FRAMES = 20
 SIZE = 160

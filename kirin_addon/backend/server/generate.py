@@ -1,0 +1,423 @@
+"""What the backend's worker runs: the motion model, loaded once and kept warm, and the checked
+generate requests it is fed.
+
+A request is checked in two steps. `GenerationService.prepare` runs in the HTTP handler and turns
+everything that can be checked without the model (arrays, rig, mesh, image file, frames and fps,
+frames to keep) into a clear 4xx; what only the model can tell (a GenerationError) fails the job
+with its user-facing message. Torch and the model are imported only here and in `server`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import math
+import os
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...core.motion import Motion, joint_positions
+from ...core.rig import Rig
+from ...core.skinning import SkinnedMesh
+from ..protocol import (
+    MAX_FRAMES,
+    MAX_PROMPT,
+    MAX_VARIANTS,
+    ProtocolError,
+    encode_array,
+    mesh_from_json,
+    motion_from_json,
+    motion_to_json,
+    plain,
+    rig_from_json,
+)
+from .jobs import Report, UserError, Work
+
+DEVICES = ("auto", "cpu", "cuda")
+MAX_IMAGE_BYTES = 64 * 1024 * 1024
+MAX_SEED = 2**31 - 1  # Blender's int properties are 32-bit
+RIG_CACHE = 8  # prepared rigs kept: Generate Motion is usually run many times on one character
+
+
+def cuda_providers() -> list[str]:
+    """onnxruntime's execution providers ([] when onnxruntime is missing)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return []
+    return list(ort.get_available_providers())
+
+
+@dataclass
+class GenerateJob:
+    """A checked generate request, ready for the worker."""
+
+    prompt: str | None
+    image: np.ndarray | None  # decoded pixels (read at submit: the file may change or go)
+    rig: Rig
+    mesh: SkinnedMesh | None
+    rig_key: str
+    frames: int  # at `fps`
+    fps: float
+    model_frames: int  # at the model's frame rate
+    seed: int
+    variants: int
+    guidance: float | None
+    keep: Motion | None  # at the model's frame rate
+    keep_frames: np.ndarray | None  # indices at the model's frame rate
+    loop: bool
+
+
+class GenerationService:
+    """The warm motion model and the two halves of a generate job (check, then run)."""
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        device: str = "auto",
+        bank: str | None = "default",
+        threads: int = 0,
+    ):
+        from ....models.motion.generator import DEFAULT_MODEL
+
+        if device not in DEVICES:
+            raise ValueError(f"Unknown device {device!r} (one of {', '.join(DEVICES)}).")
+        self.model_dir = Path(model_dir) if model_dir is not None else DEFAULT_MODEL
+        self.device_request = device
+        self.bank = bank
+        self.threads = threads
+        self.model: Any = None
+        self.load_seconds: float | None = None
+        # The model's frame rate, from its card (no torch) so that requests can be checked while
+        # the model still loads.
+        try:
+            card = json.loads((self.model_dir / "model.json").read_text())
+        except (OSError, ValueError):
+            card = {}
+        self.model_fps = float(card.get("fps", 30.0))
+        # Per-clip metric bounds (the library's 95th percentile, `kirin bounds`); {} for older models.
+        self.bounds: dict[str, float] = dict(card.get("bounds", {}).get("per_clip", {}))
+        self._rigs: OrderedDict[str, Any] = OrderedDict()
+        self._rigs_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ model
+    def load(self) -> None:
+        """Load the model on the chosen device, and its text encoder (the first job would pay for
+        it otherwise). Runs on the worker thread."""
+        import torch
+
+        from ....models.motion.generator import GenerationError, MotionModel
+        from ....models.onnx import OnnxDenoiser
+
+        started = time.perf_counter()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        bank = None if self.bank in (None, "", "none") else self.bank
+        model = MotionModel.load(self.model_dir, backend="auto", bank=bank)
+        onnx_file = self.model_dir / "denoiser.onnx"
+        if model.backend == "onnxruntime" and (self.device_request == "cpu" or self.threads):
+            # Rebuild the session where the defaults do not fit: CPU forced, or a thread budget.
+            providers = ["CPUExecutionProvider"] if self.device_request == "cpu" else None
+            model.runner = OnnxDenoiser(onnx_file, providers=providers, threads=self.threads)
+            model.device = model.runner.device
+        if self.device_request != "cpu" and model.device != "cuda" and torch.cuda.is_available():
+            model.use_torch_device("cuda")  # onnxruntime without a GPU build, torch with one
+        if self.device_request == "cuda" and model.device != "cuda":
+            raise GenerationError(
+                "CUDA was asked for, but neither onnxruntime (providers: "
+                f"{', '.join(cuda_providers()) or 'none'}) nor torch sees a GPU here: install "
+                "onnxruntime-gpu or a CUDA build of torch, or use --device cpu."
+            )
+        _ = model.text_encoder  # load it now, not in the first job
+        self.model = model
+        self.load_seconds = time.perf_counter() - started
+
+    def info(self) -> dict[str, Any]:
+        model = self.model
+        providers = getattr(getattr(model, "runner", None), "providers", None)
+        return {
+            "model_loaded": model is not None,
+            "device": None if model is None else model.device,
+            "device_requested": self.device_request,
+            "backend": None if model is None else model.backend,
+            "providers": providers,
+            "model": str(self.model_dir),
+            "model_fps": self.model_fps,
+            "bank": None if model is None or model.bank is None else "loaded",
+            "load_seconds": self.load_seconds,
+        }
+
+    # ------------------------------------------------------------------ check (HTTP thread)
+    def check(self, body: dict[str, Any]) -> GenerateJob:
+        """A generate request's JSON body, checked and decoded; ProtocolError/RigError otherwise."""
+        prompt = body.get("prompt")
+        if prompt is not None:
+            if not isinstance(prompt, str):
+                raise ProtocolError("prompt: expected text.")
+            if not prompt.strip():
+                raise ProtocolError(
+                    "The prompt is empty: describe the motion, e.g. 'a wolf trotting forward'."
+                )
+            if len(prompt) > MAX_PROMPT:
+                raise ProtocolError(f"The prompt is {len(prompt)} characters long; at most {MAX_PROMPT}.")
+        image = self._image(body.get("image_path"), body.get("image_data"))
+        if prompt is None and image is None:
+            raise ProtocolError("Give a prompt, a reference image or both.")
+        frames = _integer(body.get("frames", 120), "frames", 1, MAX_FRAMES)
+        variants = _integer(body.get("variants", 1), "variants", 1, MAX_VARIANTS)
+        seed = _integer(body.get("seed", 0), "seed", 0, MAX_SEED)
+        fps = body.get("fps")
+        fps = self.model_fps if fps is None else _number(fps, "fps", 0.0, 1000.0)
+        same_rate = abs(fps - self.model_fps) < 1e-6
+        model_frames = frames if same_rate else math.ceil((frames - 1) * self.model_fps / fps - 1e-9) + 1
+        if model_frames > MAX_FRAMES:
+            raise ProtocolError(
+                f"{frames} frames at {fps:g} fps last {(frames - 1) / fps:.1f} s; the model makes at most "
+                f"{MAX_FRAMES} frames at {self.model_fps:g} fps ({(MAX_FRAMES - 1) / self.model_fps:.1f} s)."
+            )
+        guidance = body.get("guidance")
+        guidance = None if guidance is None else _number(guidance, "guidance", 0.0, 100.0, low_inclusive=True)
+        rig = rig_from_json(body.get("rig"))
+        mesh = None if body.get("mesh") is None else mesh_from_json(body["mesh"], rig.joint_count)
+        keep, keep_frames = self._keep(body.get("keep"), rig, frames)
+        return GenerateJob(
+            prompt,
+            image,
+            rig,
+            mesh,
+            _rig_key(rig, mesh),
+            frames,
+            fps,
+            model_frames,
+            seed,
+            variants,
+            guidance,
+            keep,
+            keep_frames,
+            bool(body.get("loop", False)),
+        )
+
+    def _image(self, path: Any, data: Any) -> np.ndarray | None:
+        """The reference image's pixels, read now (a path on this machine, or the file's bytes)."""
+        from ....models.encoders import load_image
+
+        if path is not None and data is not None:
+            raise ProtocolError("Give the reference image as image_path or image_data, not both.")
+        if path is None and data is None:
+            return None
+        if data is not None:
+            if not isinstance(data, str) or len(data) > MAX_IMAGE_BYTES * 4 // 3 + 4:
+                raise ProtocolError(
+                    f"image_data: expected the image file as base64 (at most {MAX_IMAGE_BYTES} bytes)."
+                )
+            try:
+                raw = base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                raise ProtocolError("image_data: not valid base64.") from None
+            handle, name = tempfile.mkstemp(prefix="kirin-image-")
+            try:
+                with os.fdopen(handle, "wb") as file:
+                    file.write(raw)
+                return self._read_image(load_image, name, "the uploaded file")
+            finally:
+                os.unlink(name)
+        if not isinstance(path, str) or not path.strip():
+            raise ProtocolError("image_path: expected a file path.")
+        try:
+            exists, is_file = Path(path).exists(), Path(path).is_file()
+        except (OSError, ValueError):  # embedded NUL, name too long...
+            exists = is_file = False
+        if not exists:
+            raise ProtocolError(f"The reference image {path} does not exist (on the backend's machine).")
+        if not is_file:
+            raise ProtocolError(f"The reference image {path} is not a file.")
+        return self._read_image(load_image, path, path)
+
+    @staticmethod
+    def _read_image(load_image, path: str, what: str) -> np.ndarray:
+        try:
+            return load_image(path)
+        except (ValueError, OSError) as exc:
+            # An upload is read from a temporary file: its name would only confuse.
+            raise ProtocolError(
+                f"Cannot use {what} as the reference image: {str(exc).replace(path, what)}"
+            ) from None
+
+    def _keep(self, obj: Any, rig: Rig, frames: int) -> tuple[Motion | None, np.ndarray | None]:
+        """Existing keys to honour, brought to the model's frame rate."""
+        if obj is None:
+            return None, None
+        if not isinstance(obj, dict):
+            raise ProtocolError("keep: expected {motion, frames}.")
+        motion = motion_from_json(obj.get("motion"), rig.joint_count, what="keep.motion")
+        indices = obj.get("frames")
+        if (
+            not isinstance(indices, list)
+            or not indices
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices)
+        ):
+            raise ProtocolError("keep.frames: expected a non-empty list of frame indices.")
+        limit = min(motion.frame_count, frames)
+        if min(indices) < 0 or max(indices) >= limit:
+            raise ProtocolError(f"keep.frames: frames to keep must lie in 0..{limit - 1}.")
+        chosen = np.unique(np.array(indices, dtype=np.int64))
+        if abs(motion.fps - self.model_fps) > 1e-6:
+            ratio = self.model_fps / motion.fps
+            motion = motion.resampled(self.model_fps)
+            chosen = np.unique(np.minimum(np.round(chosen * ratio).astype(np.int64), motion.frame_count - 1))
+        return motion, chosen
+
+    # ------------------------------------------------------------------ run (worker thread)
+    def work(self, job: GenerateJob) -> Work:
+        return lambda report: self.run(job, report)
+
+    def _prepared(self, job: GenerateJob):
+        """The model's view of the rig, cached: the bone-name embeddings are the costly part."""
+        with self._rigs_lock:
+            if job.rig_key in self._rigs:
+                self._rigs.move_to_end(job.rig_key)
+                return self._rigs[job.rig_key]
+        prepared = self.model.prepare_rig(job.rig, job.mesh)
+        with self._rigs_lock:
+            self._rigs[job.rig_key] = prepared
+            while len(self._rigs) > RIG_CACHE:
+                self._rigs.popitem(last=False)
+        return prepared
+
+    def run(self, job: GenerateJob, report: Report) -> dict[str, Any]:
+        from ....models.eval.evaluate import BOUNDED, physical_metrics, within_bounds
+        from ....models.motion.generator import GenerationError
+
+        if self.model is None:
+            raise UserError("The motion model is not loaded.")
+        started = time.perf_counter()
+        report(0.0, "preparing the rig")
+        try:
+            prepared = self._prepared(job)
+        except ValueError as exc:  # RigError and GenerationError are user-facing
+            raise UserError(str(exc)) from exc
+        report(0.05, "sampling")
+
+        def progress(fraction: float) -> None:  # raises JobCancelled: stops the sampler between steps
+            report(0.05 + 0.85 * float(fraction), f"sampling {float(fraction):.0%}")
+
+        try:
+            generated = self.model.generate(
+                prepared,
+                job.prompt,
+                image=job.image,
+                frames=job.model_frames,
+                seed=job.seed,
+                variants=job.variants,
+                guidance=job.guidance,
+                keep=job.keep,
+                keep_frames=job.keep_frames,
+                loop=job.loop,
+                progress=progress,
+            )
+        except GenerationError as exc:
+            raise UserError(str(exc)) from exc
+        seconds_model = time.perf_counter() - started
+        report(0.9, "measuring")
+        feet = [job.rig.names[int(f)] for f in prepared.feet]
+        variants = []
+        for item in generated:
+            motion = _at_rate(item.motion, job.fps, job.frames)
+            contacts = _contacts_at_rate(np.asarray(item.contacts, bool), self.model_fps, job.fps, job.frames)
+            # Metrics in the canonical frame and body sizes: the units of the model card's bounds.
+            positions = prepared.canon.frame.to_canonical_points(joint_positions(job.rig, motion))
+            metrics = physical_metrics(prepared.canon, positions, job.fps)
+            variants.append(
+                {
+                    "seed": int(item.seed),
+                    "motion": motion_to_json(motion),
+                    "contacts": encode_array(contacts, "uint8"),
+                    "feet": feet,
+                    "metrics": plain({k: metrics[k] for k in BOUNDED}),
+                    "within_bounds": within_bounds(metrics, self.bounds) if self.bounds else None,
+                    "report": plain(item.report),
+                }
+            )
+            report(0.9 + 0.1 * len(variants) / len(generated), "measuring")
+        return {
+            "frames": job.frames,
+            "fps": job.fps,
+            "joints": job.rig.joint_count,
+            "joint_names": list(job.rig.names),
+            "prompt": job.prompt,
+            "device": self.model.device,
+            "backend": self.model.backend,
+            "seconds_model": seconds_model,
+            "seconds_job": time.perf_counter() - started,
+            "metric_units": {
+                "foot_skating": "body sizes/s",
+                "jitter": "body sizes/s^3",
+                "penetration": "body sizes",
+                "bone_length_error": "relative",
+            },
+            "bounds": self.bounds,
+            "variants": variants,
+        }
+
+
+# ----------------------------------------------------------------------------- helpers
+def _integer(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ProtocolError(f"{what} must be a whole number from {low} to {high}, got {value!r}.")
+    return value
+
+
+def _number(value: Any, what: str, low: float, high: float, low_inclusive: bool = False) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not (low <= value if low_inclusive else low < value)
+        or not value <= high
+    ):
+        bound = "from" if low_inclusive else "above"
+        raise ProtocolError(f"{what} must be a number {bound} {low:g} and at most {high:g}, got {value!r}.")
+    return float(value)
+
+
+def _rig_key(rig: Rig, mesh: SkinnedMesh | None) -> str:
+    digest = hashlib.sha256()
+    digest.update("\0".join(rig.names).encode())
+    local = rig.local_rest if rig.local_rest is not None else np.zeros(0)
+    for array in (rig.parents, rig.rest, rig.tails, rig.deform, rig.connected, local):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    if mesh is not None:
+        for array in (mesh.vertices, mesh.triangles, mesh.joint_indices, mesh.joint_weights):
+            digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def _at_rate(motion: Motion, fps: float, frames: int) -> Motion:
+    """The motion at `fps`, exactly `frames` long (the last frame held if resampling fell short)."""
+    if abs(motion.fps - fps) > 1e-6:
+        motion = motion.resampled(fps)
+    if motion.frame_count < frames:
+        pad = frames - motion.frame_count
+
+        def held(values: np.ndarray) -> np.ndarray:
+            return np.concatenate([values, np.repeat(values[-1:], pad, 0)])
+
+        moved = None if motion.translations is None else held(motion.translations)
+        motion = Motion(fps, held(motion.root_positions), held(motion.rotations), moved)
+    return motion.sliced(0, frames) if motion.frame_count > frames else motion
+
+
+def _contacts_at_rate(contacts: np.ndarray, source_fps: float, fps: float, frames: int) -> np.ndarray:
+    if contacts.ndim != 2 or contacts.shape[0] == 0:
+        return np.zeros((frames, contacts.shape[-1] if contacts.ndim == 2 else 0), dtype=bool)
+    index = np.minimum(np.round(np.arange(frames) * source_fps / fps).astype(np.int64), contacts.shape[0] - 1)
+    return contacts[index]

@@ -1,0 +1,1 @@
+"""Measuring motion: contacts, skating, penetration, jitter, gait statistics, plausibility bounds."""

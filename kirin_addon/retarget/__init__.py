@@ -1,0 +1,1 @@
+"""Retargeting: automatic joint mapping between rigs and moving a motion between them."""

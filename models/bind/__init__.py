@@ -1,0 +1,1 @@
+"""The template fit of Auto-Bind (torch)."""

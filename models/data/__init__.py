@@ -1,0 +1,1 @@
+"""Training data shared by the networks: the feature cache, batches, rest-pose augmentation."""

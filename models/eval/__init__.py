@@ -1,0 +1,1 @@
+"""The text–motion evaluator and the evaluation table of the motion model."""

@@ -1,0 +1,1 @@
+"""The motion diffusion model: denoiser, losses, training, retrieval and the generator."""

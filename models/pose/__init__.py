@@ -1,0 +1,1 @@
+"""The pose prior (ViPS): denoiser, training data, training and sampler."""

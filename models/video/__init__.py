@@ -1,0 +1,1 @@
+"""Motion From Video with torch: the per-rig inverse-dynamics model and the sequence-level fit."""

@@ -1,0 +1,298 @@
+"""Auto-Bind and Transfer Weights: meshes → the backend (template fit, weight transfer) → armature,
+vertex groups and an Armature modifier.
+
+Both run in the backend (scipy, torch) through `backend_ops.BackendOperator`: modal with Esc and
+status-bar progress on a click, synchronous for scripts and headless runs. Nothing in the scene
+changes until the result is written, in one undo step. Meshes travel in world space; Auto-Bind's
+armature is created at the world origin, so its bones' rest transforms are the fitted bind
+transforms B_j as they are, and the Armature modifier then deforms the mesh by G_jt · B_j⁻¹.
+
+Vertices that did not take the source surface's weights are shown as vertex groups ("Kirin
+Rejected", "Kirin Inpainted", "Kirin Fallback"; weight 1 where it applies), which Show Transfer
+Mask opens in Weight Paint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+from bpy.props import EnumProperty, FloatProperty
+
+from ..kirin_addon.backend.client import BackendError, BindResult, TransferResult, WeightSet
+from . import scene_io
+from .common import BackendOperator, BackendTask, connect, start_task
+from .properties import FAMILY_ITEMS
+
+MASKS = {"rejected": "Kirin Rejected", "inpainted": "Kirin Inpainted", "fallback": "Kirin Fallback"}
+# What the last finished Auto-Bind made (the `kirin bind` report reads it).
+last_bind: dict = {}
+
+
+def transfer_options(settings) -> dict:
+    """Transfer settings of the panel (scene.kirin) as backend options."""
+    return {
+        "method": settings.weight_method.lower(),
+        "max_distance": float(settings.max_distance),
+        "max_angle": float(settings.max_angle),
+        "smooth_iterations": int(settings.smooth_iterations),
+        "max_influences": int(settings.max_influences),
+    }
+
+
+def write_masks(obj: bpy.types.Object, weights: WeightSet) -> dict[str, int]:
+    """The mask vertex groups of one result; the number of vertices in each."""
+    masks = {"rejected": ~weights.matched, "inpainted": weights.inpainted, "fallback": weights.fallback}
+    for key, mask in masks.items():
+        scene_io.write_mask_group(obj, MASKS[key], mask)
+    return {key: int(mask.sum()) for key, mask in masks.items()}
+
+
+def _unbound(obj: bpy.types.Object) -> None:
+    """SceneError unless `obj` is a mesh no armature deforms yet (Auto-Bind makes a new rig)."""
+    if obj is None or obj.type != "MESH":
+        raise scene_io.SceneError("Select the mesh to bind.")
+    for modifier in obj.modifiers:
+        if modifier.type == "ARMATURE" and modifier.object is not None:
+            raise scene_io.SceneError(
+                f"'{obj.name}' is already bound to '{modifier.object.name}': remove its Armature modifier "
+                "to bind it anew, or use Transfer Weights to re-skin it."
+            )
+
+
+# ----------------------------------------------------------------------------- Auto-Bind
+@dataclass
+class BindInput:
+    mesh: str  # object name
+    vertices: np.ndarray  # world space
+    triangles: np.ndarray
+    family: str | None
+    weights: str  # transfer, heat or blend (kirin_addon/backend/protocol.py: BIND_WEIGHTS)
+
+
+class BindTask(BackendTask):
+    def __init__(self, client, request: BindInput, options: dict):
+        self.request = request
+        job = client.auto_bind(request.vertices, request.triangles, request.family, weights=request.weights,
+                               **options)
+        super().__init__(job, f"binding '{request.mesh}'")
+
+
+def write_bind(context, request: BindInput, result: BindResult) -> tuple[bpy.types.Object, dict]:
+    """The fitted armature at the world origin, the mesh's vertex groups, modifier and parent."""
+    obj = bpy.data.objects.get(request.mesh)
+    if obj is None or obj.type != "MESH" or len(obj.data.vertices) != request.vertices.shape[0]:
+        raise scene_io.SceneError(
+            f"The mesh '{request.mesh}' changed while it was being bound; run Auto-Bind again."
+        )
+    collection = obj.users_collection[0] if obj.users_collection else context.scene.collection
+    arm = scene_io.create_armature(result.rig, f"{obj.name} Rig", collection)
+    arm["kirin_template"] = result.family
+    arm["kirin_fit_quality"] = result.quality
+    names = list(result.rig.names)
+    scene_io.write_vertex_groups(obj, names, result.weights.joint_indices, result.weights.joint_weights)
+    counts = write_masks(obj, result.weights)
+    modifier = obj.modifiers.new("Armature", "ARMATURE")
+    modifier.object = arm
+    world = obj.matrix_world.copy()
+    obj.parent = arm
+    obj.matrix_parent_inverse = arm.matrix_world.inverted()
+    obj.matrix_world = world
+    return arm, counts
+
+
+class NeedsActiveMesh:
+    """Operators on the active mesh: greyed out, with `mesh_hint` as the reason, without one."""
+
+    mesh_hint = "Select a mesh."
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        if obj is None or obj.type != "MESH":
+            cls.poll_message_set(cls.mesh_hint)
+            return False
+        return True
+
+
+class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
+    """Fit a template skeleton to the selected unrigged mesh and skin it: a new armature, vertex
+    groups and an Armature modifier (runs in Kirin's backend)"""
+
+    bl_idname = "kirin.auto_bind"
+    bl_label = "Auto-Bind"
+    bl_options = {"REGISTER", "UNDO"}
+
+    family: EnumProperty(name="Template", items=FAMILY_ITEMS, default="AUTO")
+    timeout: FloatProperty(name="Timeout (s)", default=900.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
+
+    mesh_hint = "Select the mesh to bind."
+
+    def _start(self, context) -> BindTask | None:
+        settings = context.scene.kirin
+        family = (self.family if self.properties.is_property_set("family") else settings.bind_family).lower()
+        try:
+            obj = context.active_object
+            _unbound(obj)
+            vertices, triangles = scene_io.read_surface(obj)
+            if triangles.shape[0] == 0:
+                raise scene_io.SceneError(f"'{obj.name}' has no faces: Auto-Bind needs a surface.")
+            request = BindInput(obj.name, vertices, triangles, None if family == "auto" else family,
+                                settings.bind_weights.lower())
+            return BindTask(connect(context), request, transfer_options(settings))
+        except (scene_io.SceneError, BackendError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+
+    def _finish(self, context, task: BindTask, result: BindResult) -> set[str]:
+        try:
+            arm, counts = write_bind(context, task.request, result)
+        except (scene_io.SceneError, ValueError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        chamfer = result.chamfer.get("mean")
+        last_bind.clear()
+        last_bind.update({"mesh": task.request.mesh, "armature": arm.name, "family": result.family,
+                          "quality": result.quality, "chamfer": result.chamfer, "scores": result.scores,
+                          "method": result.method, "bones": result.rig.joint_count,
+                          "vertices": int(task.request.vertices.shape[0]), "masks": counts,
+                          "seconds_backend": result.seconds, "weights": result.weights.stats})
+        text = (f"'{task.request.mesh}' bound to a {result.family} template ({result.rig.joint_count} "
+                f"bones), fit {result.quality}"
+                + (f" (Chamfer {100 * chamfer:.2f} % of its size)" if chamfer else "")
+                + f"; {counts['inpainted']} vertices inpainted")
+        if result.quality == "poor":
+            self.report({"WARNING"}, text + ": check the skeleton, or pick the template by hand")
+        else:
+            self.report({"INFO"}, text)
+        return {"FINISHED"}
+
+
+# ----------------------------------------------------------------------------- Transfer Weights
+@dataclass
+class TransferInput:
+    source: str
+    groups: list[str]
+    targets: list[str]
+
+
+class TransferTask(BackendTask):
+    def __init__(self, client, request: TransferInput, source: tuple, surfaces: list, options: dict):
+        self.request = request
+        super().__init__(client.transfer_weights(*source, surfaces, **options),
+                         f"transferring weights from '{request.source}'")
+
+
+def read_transfer(context) -> tuple[TransferInput, tuple, list]:
+    """Source (the active mesh, its vertex groups) and targets (the other selected meshes)."""
+    source = context.active_object
+    if source is None or source.type != "MESH":
+        raise scene_io.SceneError("Make the mesh whose weights you want to copy the active object.")
+    targets = [o for o in context.selected_objects if o.type == "MESH" and o != source]
+    if not targets:
+        raise scene_io.SceneError("Select the meshes to re-skin, then the source mesh last (active).")
+    names, indices, weights = scene_io.read_vertex_groups(source)
+    own = {i for i, n in enumerate(names) if n in MASKS.values()}  # never transfer our own masks
+    weights = np.where(np.isin(indices, list(own)), 0.0, weights)
+    if not np.any(weights > 0):
+        raise scene_io.SceneError(f"'{source.name}' has no vertex weights to transfer.")
+    vertices, triangles = scene_io.read_surface(source)
+    if triangles.shape[0] == 0:
+        raise scene_io.SceneError(f"'{source.name}' has no faces to transfer from.")
+    surfaces = [(o.name, *scene_io.read_surface(o)) for o in targets]
+    request = TransferInput(source.name, names, [o.name for o in targets])
+    return request, (vertices, triangles, names, indices, weights), surfaces
+
+
+def write_transfer(context, request: TransferInput, result: TransferResult) -> dict[str, dict]:
+    """Vertex groups on every target (replacing groups of the same names) and, where the source is
+    deformed by an armature and the target is not, the same Armature modifier."""
+    source = bpy.data.objects.get(request.source)
+    armature = None
+    if source is not None:
+        armature = next((m.object for m in source.modifiers if m.type == "ARMATURE" and m.object), None)
+    out = {}
+    for name in request.targets:
+        obj = bpy.data.objects.get(name)
+        weights = result.targets[name]
+        if obj is None or obj.type != "MESH" or len(obj.data.vertices) != weights.joint_indices.shape[0]:
+            raise scene_io.SceneError(f"The mesh '{name}' changed during the transfer; run it again.")
+    for name in request.targets:
+        obj, weights = bpy.data.objects[name], result.targets[name]
+        used = sorted(set(weights.joint_indices[weights.joint_weights > 0].tolist()))
+        scene_io.write_vertex_groups(obj, result.groups, weights.joint_indices, weights.joint_weights,
+                                     only=used)
+        counts = write_masks(obj, weights)
+        if armature is not None and not any(m.type == "ARMATURE" and m.object for m in obj.modifiers):
+            modifier = obj.modifiers.new("Armature", "ARMATURE")
+            modifier.object = armature
+        out[name] = {**counts, "vertices": int(weights.joint_indices.shape[0]), "groups": len(used),
+                     "stats": weights.stats}
+    return out
+
+
+class KIRIN_OT_transfer_weights(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
+    """Copy the active mesh's skin weights onto the other selected meshes (robust transfer with
+    weight inpainting, or nearest vertices); runs in Kirin's backend"""
+
+    bl_idname = "kirin.transfer_weights"
+    bl_label = "Transfer Weights"
+    bl_options = {"REGISTER", "UNDO"}
+
+    timeout: FloatProperty(name="Timeout (s)", default=900.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
+
+    mesh_hint = "Select the target meshes, then the weighted source mesh last (active)."
+
+    def _start(self, context) -> TransferTask | None:
+        def make() -> TransferTask:
+            request, source, surfaces = read_transfer(context)
+            options = transfer_options(context.scene.kirin)
+            return TransferTask(connect(context), request, source, surfaces, options)
+
+        return start_task(self, make)
+
+    def _finish(self, context, task: TransferTask, result: TransferResult) -> set[str]:
+        try:
+            counts = write_transfer(context, task.request, result)
+        except (scene_io.SceneError, ValueError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        inpainted = sum(c["inpainted"] for c in counts.values())
+        fallback = sum(c["fallback"] for c in counts.values())
+        self.report({"INFO"}, f"Weights of '{task.request.source}' on {len(counts)} mesh(es) in "
+                    f"{result.seconds:.1f} s ({result.method}): {inpainted} vertices inpainted"
+                    + (f", {fallback} on pieces far from the source" if fallback else ""))
+        return {"FINISHED"}
+
+
+class KIRIN_OT_show_transfer_mask(bpy.types.Operator):
+    """Show which vertices did not take the source's weights directly (Weight Paint, weight 1 = yes)"""
+
+    bl_idname = "kirin.show_transfer_mask"
+    bl_label = "Show Transfer Mask"
+    bl_options = {"REGISTER", "UNDO"}
+
+    mask: EnumProperty(name="Mask", items=[(k.upper(), v, "") for k, v in MASKS.items()], default="INPAINTED")
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        if obj is None or obj.type != "MESH" or not any(obj.vertex_groups.get(n) for n in MASKS.values()):
+            cls.poll_message_set("Run Auto-Bind or Transfer Weights on this mesh first.")
+            return False
+        return True
+
+    def execute(self, context):
+        obj = context.active_object
+        group = obj.vertex_groups.get(MASKS[self.mask.lower()])
+        if group is None:
+            self.report({"INFO"}, f"No vertex of '{obj.name}' is in '{MASKS[self.mask.lower()]}'.")
+            return {"CANCELLED"}
+        obj.vertex_groups.active_index = group.index
+        if context.mode != "PAINT_WEIGHT":
+            bpy.ops.object.mode_set(mode="WEIGHT_PAINT")
+        return {"FINISHED"}
+
+
+CLASSES = (KIRIN_OT_auto_bind, KIRIN_OT_transfer_weights, KIRIN_OT_show_transfer_mask)

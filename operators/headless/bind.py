@@ -1,0 +1,132 @@
+"""`kirin bind`: Auto-Bind a mesh headless through the same operator a user clicks, then optionally
+Generate Motion on the new rig, and save a .blend (+ a JSON report)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+from .. import scene_io
+from . import common as headless
+
+MESH_IMPORTERS = {
+    ".glb": lambda path: bpy.ops.import_scene.gltf(filepath=path),
+    ".gltf": lambda path: bpy.ops.import_scene.gltf(filepath=path),
+    ".fbx": lambda path: bpy.ops.import_scene.fbx(filepath=path),
+    ".obj": lambda path: bpy.ops.wm.obj_import(filepath=path),
+    ".ply": lambda path: bpy.ops.wm.ply_import(filepath=path),
+    ".stl": lambda path: bpy.ops.wm.stl_import(filepath=path),
+}
+
+
+def strip_rig(meshes: list[bpy.types.Object]) -> None:
+    """Unparent the meshes (keeping where they are), drop their vertex groups and Armature modifiers,
+    and delete the armatures: what an unrigged mesh is."""
+    armatures = {m.object for o in meshes for m in o.modifiers if m.type == "ARMATURE" and m.object}
+    armatures |= {o.parent for o in meshes if o.parent is not None and o.parent.type == "ARMATURE"}
+    for obj in meshes:
+        world = obj.matrix_world.copy()
+        obj.parent = None
+        obj.matrix_world = world
+        for modifier in [m for m in obj.modifiers if m.type == "ARMATURE"]:
+            obj.modifiers.remove(modifier)
+        obj.vertex_groups.clear()
+    for arm in armatures:
+        bpy.data.objects.remove(arm)
+    bpy.context.view_layer.update()  # else the view layer still lists the removed objects (as None)
+
+
+def import_mesh(path: str | None, creature_seed: int = 0) -> bpy.types.Object:
+    """The mesh to bind: every mesh of the file joined into one (rig and weights stripped), or the
+    built-in procedural creature's body without its rig."""
+    before = set(bpy.data.objects)
+    if path is None:
+        _, meshes = headless.builtin_creature(creature_seed)
+    else:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"No such file: {path}")
+        ext = Path(path).suffix.lower()
+        if ext == ".blend":
+            headless.link_blend_objects(path)
+        elif ext in MESH_IMPORTERS:
+            MESH_IMPORTERS[ext](path)
+        else:
+            known = ", ".join(sorted(MESH_IMPORTERS))
+            raise ValueError(f"Unsupported mesh file '{ext}' (use {known} or .blend)")
+        meshes = [o for o in bpy.data.objects if o not in before and o.type == "MESH"]
+    if not meshes:
+        raise ValueError(f"'{path}' contains no mesh.")
+    strip_rig(meshes)
+    headless.activate(meshes[0])
+    for obj in meshes[1:]:
+        obj.select_set(True)
+    if len(meshes) > 1:
+        bpy.ops.object.join()
+    return bpy.context.view_layer.objects.active
+
+
+def run_bind(mesh_file: str | None, out: str, template: str | None = None, method: str = "robust",
+             weights: str = "blend",
+             max_influences: int = 4, prompt: str | None = None, frames: int = 48, report: str | None = None,
+             backend_python: str | None = None, device: str = "auto", threads: int = 0,
+             creature_seed: int = 0) -> dict:
+    """Auto-Bind `mesh_file` (or the built-in creature's body) from `template` (None: detected), then
+    Generate Motion with `prompt` if given; save the .blend and return (and write) a report."""
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    module = headless.start_with_backend(backend_python, device, threads)
+    binding = sys.modules[f"{module}.operators.binding"]
+    generate = sys.modules[f"{module}.operators.generate"]
+    try:
+        t = time.perf_counter()
+        body = import_mesh(os.path.abspath(mesh_file) if mesh_file else None, creature_seed)
+        timings["load_mesh"] = time.perf_counter() - t
+        settings = bpy.context.scene.kirin
+        settings.weight_method, settings.max_influences = method.upper(), max_influences
+        settings.bind_weights = weights.upper()
+        t = time.perf_counter()
+        headless.activate(body)
+        if bpy.ops.kirin.auto_bind(family=(template or "auto").upper()) != {"FINISHED"}:
+            raise RuntimeError("Auto-Bind failed; Blender printed the reason above.")
+        timings["auto_bind"] = time.perf_counter() - t
+        summary = dict(binding.last_bind)
+        arm = bpy.data.objects[summary["armature"]]
+        if prompt:
+            t = time.perf_counter()
+            headless.activate(arm)
+            if bpy.ops.kirin.generate_motion(prompt=prompt, frames=frames, variants=1) != {"FINISHED"}:
+                raise RuntimeError("Generate Motion on the bound mesh failed; Blender printed the reason.")
+            timings["generate"] = time.perf_counter() - t
+            run = generate.last_run
+            summary["generated"] = {k: run[k] for k in ("device", "seconds_model", "variants")}
+        os.makedirs(os.path.dirname(os.path.abspath(out)) or ".", exist_ok=True)
+        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out))
+        summary.update({"mesh_file": os.path.abspath(mesh_file) if mesh_file else "built-in creature",
+                        "blend": os.path.abspath(out), "seconds_total": round(time.perf_counter() - t0, 3),
+                        "timings_s": {k: round(v, 3) for k, v in timings.items()},
+                        "rest_matches": _rest_matches(body, arm)})
+    finally:
+        headless.disable_extension(module)
+    if report:
+        os.makedirs(os.path.dirname(os.path.abspath(report)) or ".", exist_ok=True)
+        Path(report).write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _rest_matches(body: bpy.types.Object, arm: bpy.types.Object) -> float:
+    """Largest distance between the bound mesh at the rig's rest pose and the mesh as it was (0 when
+    binding changed nothing about the mesh's shape), in scene units."""
+    bpy.context.scene.frame_set(bpy.context.scene.frame_start)
+    saved = arm.data.pose_position
+    arm.data.pose_position = "REST"
+    bpy.context.view_layer.update()
+    deformed = scene_io.evaluated_mesh_vertices(body, arm)
+    arm.data.pose_position = saved
+    rest, _ = scene_io.read_surface(body, np.linalg.inv(scene_io.object_matrix(arm)))
+    return float(np.abs(deformed - rest).max())
