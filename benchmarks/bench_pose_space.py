@@ -11,7 +11,7 @@ joints above it) moved 5–25 % of body size in a random direction. Sections (--
    default backend: ONNX when it runs): median and p95 ms, against the plain IK that the
    projection starts from (`solve_handles`, same drags, same stiffness) timed in the same run, and
    the projection keeping to the rig's ranges (below) timed too.
-   Goal: median ≤ 50 ms per projection (DESIGN.md). Rig files under --assets without clips (the
+   Goal: median ≤ 50 ms per projection (ARCHITECTURE.md). Rig files under --assets without clips (the
    Quaternius modular humanoids) are imported with Blender and dragged from their rest pose.
 2. plausibility — the same drags three ways: (a) the unprojected edit (`Projection.edit`, damped
    least-squares IK over the whole tree), (b) Blender's own IK constraint (the rig as an armature,

@@ -8,7 +8,7 @@ methods are timed (median of `--repeats`, after a warm-up) with their per-stage 
 baseline measured in the same run: a scipy cKDTree build plus 10-NN query of the same points, the
 cheapest possible transfer. The machine is shared and noisy; compare the ratios.
 `--family dragon --seed 0` gives a 16.6k-triangle source and a 133k-vertex target.
-Budget (DESIGN.md): robust ≤ 2 s for a 100k-vertex target on a 2-core CPU.
+Budget (docs/ARCHITECTURE.md): robust ≤ 2 s for a 100k-vertex target on a 2-core CPU.
 """
 
 from __future__ import annotations

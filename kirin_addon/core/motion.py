@@ -1,4 +1,4 @@
-"""The motion model and its rig-independent world-delta form (DESIGN.md, Core data).
+"""The motion model and its rig-independent world-delta form (docs/ARCHITECTURE.md, the data model).
 
 `Motion.rotations[t, j]` is joint j's local rotation relative to its rest pose — exactly
 Blender's `pose_bone.matrix_basis` rotation. `Motion.root_positions[t]` is the armature-space

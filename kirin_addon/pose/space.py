@@ -2,7 +2,7 @@
 the plausibility measures of the pose prior (ViPS).
 
 A pose is one world delta per joint, D_j = R_world_j · R_rest_j⁻¹ (J,3,3), in the canonical frame
-of DESIGN.md and seen from the creature's heading. Joint positions are then a sum over bones,
+of core/canonical.py and seen from the creature's heading. Joint positions are then a sum over bones,
 p_j = p_root + Σ_k A[j,k] · D_parent(k) · o_k (o_k the rest offset of k from its parent), so
 forward kinematics is one product and its Jacobian is explicit. This module is numpy only: the
 network that knows which poses are plausible lives in models/, and calls in here to meet handles.

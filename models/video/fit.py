@@ -1,6 +1,6 @@
 """Driving video → motion on the user's own rig: Kirin's sequence-level optimisation (issue 8, part 3).
 
-Unknowns, all in the canonical frame of the rig (DESIGN.md: +Z up, −Y forward, body size 1):
+Unknowns, all in the canonical frame of the rig (core/canonical.py: +Z up, −Y forward, body size 1):
 
 * per frame and joint, the world delta D_tj = R_world · R_rest⁻¹ as a 6D rotation (two columns);
 * per frame, the main root's head position r_t — parametrised as the camera sees it: the root's
