@@ -81,7 +81,7 @@ from kirin.kirin_addon.core.creature import Creature  # noqa: E402
 from kirin.kirin_addon.core.motion import forward_kinematics, motion_from_world_transforms  # noqa: E402
 from kirin.kirin_addon.core.rig import Rig  # noqa: E402
 from kirin.kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices  # noqa: E402
-from kirin.kirin_addon.library.families import build_creature  # noqa: E402
+from kirin.kirin_addon.library.families.build import build_creature  # noqa: E402
 from kirin.kirin_addon.retarget.retargeter import RetargetResult, retarget  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
 from kirin.operators.headless import bind as headless_bind
@@ -256,7 +256,8 @@ def heat_skin(subject: Subject, fitted: Fitted, method: str) -> Skin:
     """Kirin's bone heat on the joined mesh from the fitted bones (deform bones), cut to 4
     influences; with a prior, the robust transfer from the fitted template (as Auto-Bind's "blend")."""
     from kirin.kirin_addon.bind.heat_weights import HeatConfig, rig_heat_weights
-    from kirin.kirin_addon.bind.weight_transfer import TransferConfig, to_sparse, transfer_weights
+    from kirin.kirin_addon.bind.skin_weights import to_sparse
+    from kirin.kirin_addon.bind.weight_transfer import TransferConfig, transfer_weights
 
     fit = fitted.fit
     start = time.perf_counter()

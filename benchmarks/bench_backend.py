@@ -22,9 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-from kirin.kirin_addon.backend.client import start_backend
-from kirin.kirin_addon.backend.protocol import generate_request
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.backend.process import start_backend
+from kirin.kirin_addon.backend.protocol import generate_to_json
+from kirin.kirin_addon.generate.request import GenerateRequest
+from kirin.kirin_addon.library.families.build import build_creature
 
 PROMPT = "a dog trotting forward"  # the default; --prompt
 
@@ -63,7 +64,10 @@ def in_process(args: argparse.Namespace, creature) -> dict[str, float]:
     times = []
     for seed in range(args.repeats + 1):  # the first is a warm-up
         started = time.perf_counter()
-        model.generate(prepared, args.prompt, frames=args.frames, seed=seed, variants=args.variants)
+        model.generate(
+            prepared,
+            GenerateRequest(args.prompt, frames=args.frames, seed=seed, variants=args.variants),
+        )
         times.append(time.perf_counter() - started)
     return {"load_s": load, "generate_s": statistics.median(times[1:])}
 
@@ -101,8 +105,11 @@ def main() -> None:
     try:
         health = client.wait_ready(timeout=300, interval=0.02)
         ready = time.perf_counter() - started
-        job = client.generate(creature.rig, args.prompt, mesh=creature.mesh, frames=args.frames,
-                              variants=args.variants)
+        job = client.generate(
+            creature.rig,
+            GenerateRequest(args.prompt, frames=args.frames, variants=args.variants),
+            mesh=creature.mesh,
+        )
         first = job.wait(timeout=600, interval=args.poll)
         cold = time.perf_counter() - started
         memory_after_first = memory_mb(process.pid)
@@ -111,12 +118,18 @@ def main() -> None:
         client_times, job_times, model_times, encode_times, sizes = [], [], [], [], []
         for seed in range(args.repeats):
             t0 = time.perf_counter()
-            body = generate_request(creature.rig, args.prompt, mesh=creature.mesh, frames=args.frames,
-                                    variants=args.variants, seed=seed)
+            body = generate_to_json(
+                creature.rig,
+                GenerateRequest(args.prompt, frames=args.frames, variants=args.variants, seed=seed),
+                creature.mesh,
+            )
             encode_times.append(time.perf_counter() - t0)
             sizes.append(len(json.dumps(body)))
-            job = client.generate(creature.rig, args.prompt, mesh=creature.mesh, frames=args.frames,
-                                  variants=args.variants, seed=seed)
+            job = client.generate(
+                creature.rig,
+                GenerateRequest(args.prompt, frames=args.frames, variants=args.variants, seed=seed),
+                mesh=creature.mesh,
+            )
             result = job.wait(timeout=600, interval=args.poll)
             client_times.append(time.perf_counter() - t0)
             job_times.append(result.seconds_job)

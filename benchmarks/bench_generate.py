@@ -19,11 +19,12 @@ import numpy as np
 import torch
 
 from kirin.kirin_addon.core.rig import Rig
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.generate.request import GenerateRequest
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.models.config import DenoiserConfig, DiffusionConfig
 from kirin.models.motion.denoiser import Denoiser
 from kirin.models.motion.export import export_onnx
-from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel
+from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel, SamplingOptions
 from kirin.models.motion.retrieval import open_default_bank
 from kirin.models.onnx import OnnxDenoiser, quantize_int8
 
@@ -84,7 +85,11 @@ def main() -> None:
     prompt = "a dragon walking forward"
 
     def run(sampler: str = "ddim") -> None:
-        model.generate(prepared, prompt, frames=args.frames, seed=0, clean=False, sampler=sampler)
+        model.generate(
+            prepared,
+            GenerateRequest(prompt, frames=args.frames, seed=0),
+            SamplingOptions(clean=False, sampler=sampler),
+        )
 
     torch_seconds = timed(run, args.repeats)
     with tempfile.TemporaryDirectory() as tmp:
@@ -111,7 +116,11 @@ def main() -> None:
             for label, text in (("retrieved", "A dragon walks forward at a steady pace."),
                                 ("not found", "a dragon juggling three oranges")):
                 def generate_with_bank(text: str = text) -> None:
-                    model.generate(prepared, text, frames=args.frames, seed=0, bank=bank)
+                    model.generate(
+                        prepared,
+                        GenerateRequest(text, frames=args.frames, seed=0),
+                        SamplingOptions(bank=bank),
+                    )
 
                 retrieval_seconds[label] = timed(generate_with_bank, args.repeats)
         model.runner = model.net

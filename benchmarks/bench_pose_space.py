@@ -44,7 +44,7 @@ bank the prior was trained on (--bank, default runs/pose_bank.npz), else from th
 and pose_data.HELDOUT_SOURCES. Rows marked * are rigs the prior was not trained on: what "works
 without retraining" means. Clips come from --clips (default /tmp/real, `kirin data ingest`
 output); when that folder has none, the matching files under --assets are ingested into a
-temporary folder with Blender's importers (operators/headless.run_ingest).
+temporary folder with Blender's importers (operators/headless/library.run_ingest).
 
 Run: .venv/bin/python benchmarks/bench_pose_space.py [--rigs Fox CesiumMan ...] [--count 50]
      [--sections latency plausibility fsd walk] [--samples 256] [--pairs 8] [--json out.json]
@@ -192,7 +192,7 @@ def ingest_assets(assets: Path, only: list[str] | None) -> Path:
     from kirin.kirin_addon.library.ingest import INGEST_EXTENSIONS
 
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
-    from kirin.operators.headless import common as headless
+    from kirin.operators.headless.library import run_ingest
 
     files = [p for p in sorted(assets.rglob("*")) if p.suffix.lower() in INGEST_EXTENSIONS]
     chosen = [p for p in files if matches(f"{p.parent.name}/{p.stem}", only)]
@@ -203,7 +203,7 @@ def ingest_assets(assets: Path, only: list[str] | None) -> Path:
         (folder / f"{k:03d}" / path.parent.name).mkdir(parents=True)
         (folder / f"{k:03d}" / path.parent.name / path.name).symlink_to(path.resolve())
     out = Path(tempfile.mkdtemp(prefix="kirin-pose-clips-"))
-    report = headless.run_ingest(str(folder), str(out))
+    report = run_ingest(str(folder), str(out))
     print(f"ingested {len(report['clips'])} clips from {len(chosen)} files into {out}", flush=True)
     return out
 
@@ -261,6 +261,7 @@ def rest_pose_rigs(prior: PosePrior, assets: Path, only: list[str] | None, known
 
     from kirin.operators import scene_io
     from kirin.operators.headless import common as headless
+    from kirin.operators.headless.library import armature_actions
 
     files = [p for p in sorted(assets.rglob("*")) if p.suffix.lower() in INGEST_EXTENSIONS]
     names = {p: f"{p.parent.name}/{p.stem}" for p in files}
@@ -274,7 +275,7 @@ def rest_pose_rigs(prior: PosePrior, assets: Path, only: list[str] | None, known
             arm, _ = headless.import_rig_file(str(path))
             # In world axes, as `kirin data ingest` stores clips.
             rig = scene_io.read_rig(arm).transformed(scene_io.object_matrix(arm))
-            if headless.armature_actions(arm) or rig.joint_count > MAX_JOINTS:
+            if armature_actions(arm) or rig.joint_count > MAX_JOINTS:
                 continue  # clips that were not ingested are not measured from their rest pose
         except (ValueError, RuntimeError) as exc:
             print(f"skip {name}: {exc}")

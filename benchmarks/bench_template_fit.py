@@ -23,7 +23,7 @@ from scipy.spatial.transform import Rotation
 
 from kirin.kirin_addon.bind.templates import joint_position_error
 from kirin.kirin_addon.core.creature import FAMILIES
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.models.bind.template_fit import FitConfig, fit_template
 
 

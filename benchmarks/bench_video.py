@@ -11,7 +11,7 @@ For each rig of ../shared/assets with authored clips — the Khronos Fox (Walk, 
    --view-deg from the creature's front, 15° above the ground, framing the whole clip — written
    as MP4 with video_io.write_video and read back with video_io.read_video, so the reading path
    and the codec's artefacts are part of the test;
-2. evidence is extracted four ways: "sil" silhouettes only (evidence.background_silhouettes on
+2. evidence is extracted four ways: "sil" silhouettes only (silhouettes.background_silhouettes on
    the decoded frames); "sparse" a few tracked joints (--tracks: the end effectors — paws, hands, head,
    tail tip — then others by farthest point sampling; their projected heads + --noise px Gaussian
    noise, lost while occluded);
@@ -58,10 +58,13 @@ import torch
 
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.io.gltf import load_gltf
-from kirin.kirin_addon.video.evidence import Evidence2D, background_silhouettes, combine, tracks_evidence
-from kirin.kirin_addon.video.synth import SyntheticVideo, frame_camera, render_motion
+from kirin.kirin_addon.video.evidence import Evidence2D, combine
+from kirin.kirin_addon.video.silhouettes import background_silhouettes
+from kirin.kirin_addon.video.synth import Framing, SyntheticVideo, frame_camera, render_motion
+from kirin.kirin_addon.video.tracks import tracks_evidence
 from kirin.kirin_addon.video.video_io import read_video, write_video
-from kirin.models.video.fit import VideoFitConfig, fit_motion
+from kirin.models.video.fit import fit_motion
+from kirin.models.video.fit_config import VideoFitConfig
 from kirin.models.video.idm import IDM, IDMConfig, default_camera, default_frame
 from kirin.models.video.idm_train import IDMTrainConfig, load_or_train_idm
 
@@ -229,7 +232,8 @@ def three_quarter_camera(rig, mesh, motion: Motion, size: tuple[int, int], view_
     direction = frame.rotation.T @ direction_c
     up = frame.rotation.T @ np.array([0.0, 0.0, 1.0])
     vertices, _ = skinned_vertices(rig, mesh, motion)
-    return frame_camera(vertices[:, ::3], size, up=up, fov_deg=40.0, direction=direction, fill=0.92)
+    framing = Framing(fov_deg=40.0, fill=0.92)
+    return frame_camera(vertices[:, ::3], size, up=up, direction=direction, framing=framing)
 
 
 def run_clip(name: str, clip: str, asset, motion: Motion, idm: IDM | None, args,

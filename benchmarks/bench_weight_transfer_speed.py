@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial import cKDTree
 
-from kirin.kirin_addon.bind import weight_transfer
-from kirin.kirin_addon.bind.weight_transfer import TransferConfig, to_dense, transfer_weights, vertex_normals
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.bind import closest_surface
+from kirin.kirin_addon.bind.mesh_geometry import vertex_normals
+from kirin.kirin_addon.bind.skin_weights import to_dense
+from kirin.kirin_addon.bind.weight_transfer import TransferConfig, transfer_weights
+from kirin.kirin_addon.library.families.build import build_creature
 
 
 def subdivide(vertices: np.ndarray, triangles: np.ndarray, weights: np.ndarray
@@ -66,7 +68,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the numbers here")
     args = parser.parse_args()
     workers = args.threads or -1
-    weight_transfer.KDTREE_WORKERS = workers
+    closest_surface.KDTREE_WORKERS = workers  # the closest-point and nearest-vertex k-NN queries
     if args.threads:
         try:  # BLAS hardly matters here (sparse LU is single-threaded), but cap it when we can
             from threadpoolctl import threadpool_limits

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from kirin.kirin_addon.core.rotations import quat_from_axis_angle  # noqa: E402
 from kirin.kirin_addon.core.skinning import SkinnedMesh  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
-from kirin.operators.headless import common as headless
+from kirin.operators.headless.library import armature_actions
 
 MAX_INFLUENCES = 4
 RANDOM_POSE_DEGREES = 35.0
@@ -180,7 +180,8 @@ def kirin_transfer(src_vertices: np.ndarray, src_triangles: np.ndarray, src_weig
     """Kirin's transfer ("robust", "robust-uncut" or "10-NN") of dense (Vs,J) weights, cut to
     MAX_INFLUENCES (uncut: every influence kept, as Blender's tools keep them), and the result's own
     counts (matched / inpainted / fallback)."""
-    from kirin.kirin_addon.bind.weight_transfer import TransferConfig, to_sparse, transfer_weights
+    from kirin.kirin_addon.bind.skin_weights import to_sparse
+    from kirin.kirin_addon.bind.weight_transfer import TransferConfig, transfer_weights
 
     limit = 0 if method.endswith("uncut") else MAX_INFLUENCES
     if method.startswith("robust"):
@@ -267,7 +268,7 @@ def random_poses(arm: bpy.types.Object, rig, frames: int, rng: np.random.Generat
 def character_poses(arm: bpy.types.Object, rig, frames: int,
                     rng: np.random.Generator) -> tuple[np.ndarray, str]:
     """Poses from the armature's authored clips, or random ones when it has none."""
-    actions = headless.armature_actions(arm)
+    actions = armature_actions(arm)
     if actions:
         return clip_poses(arm, rig, actions, frames), f"{len(actions)} clips"
     return random_poses(arm, rig, frames, rng), f"random ±{RANDOM_POSE_DEGREES:.0f}°"

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kirin_addon.core.canonical import CanonicalFrame, detect_canonical_frame
+from ..kirin_addon.core.canonical import CanonicalRig
 from ..kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_deltas
 from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.core.rotations import matrix_to_6d, matrix_to_quat, sixd_to_matrix
-from ..kirin_addon.eval.metrics import foot_contacts
+from ..kirin_addon.eval.metrics import Ground, foot_contacts
 
 ROT = slice(0, 6)
 POS = slice(6, 9)
@@ -34,21 +34,6 @@ CONTACT = 12
 YAW = 13
 CHANNELS = 14
 FORWARD = np.array([0.0, -1.0, 0.0])
-
-
-@dataclass
-class CanonicalRig:
-    """A rig brought into the canonical frame, with the frame that maps it back."""
-
-    rig: Rig  # canonical rig (metres become body sizes)
-    frame: CanonicalFrame
-    feet: np.ndarray  # foot candidate joints (planted at rest)
-
-
-def canonical_rig(rig: Rig, frame: CanonicalFrame | None = None) -> CanonicalRig:
-    frame = detect_canonical_frame(rig) if frame is None else frame
-    canonical = rig.transformed(frame.matrix())
-    return CanonicalRig(canonical, frame, np.asarray(canonical.foot_candidates(), dtype=np.int64))
 
 
 def yaw_matrix(yaw: np.ndarray) -> np.ndarray:
@@ -107,7 +92,7 @@ def motion_features(canon: CanonicalRig, rig: Rig, motion: Motion) -> ClipFeatur
     if canon.feet.size:
         floor = canon.rig.heads[canon.feet, 2]
         out[:, canon.feet, CONTACT] = foot_contacts(
-            positions, canon.feet, motion.fps, floor=floor, body_size=1.0
+            positions, canon.feet, motion.fps, ground=Ground(floor=floor, body_size=1.0)
         )
     yaw_rate = np.diff(yaw, append=2 * yaw[-1] - yaw[-2] if count > 1 else yaw[-1]) * motion.fps
     out[:, root, YAW] = yaw_rate

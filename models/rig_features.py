@@ -151,19 +151,3 @@ def rig_features(
         names=[name_words(n) for n in rig.names],
         feet=is_foot,
     )
-
-
-def ancestor_paths(parents: np.ndarray) -> np.ndarray:
-    """(J,J) A[j,k] = 1 when bone k (parent(k) → k) lies on the path from the root to j.
-
-    With world deltas, forward kinematics is a sum: p_j = p_root + Σ_k A[j,k] · D_parent(k) · o_k,
-    o_k the rest offset of k from its parent — one matrix product, so FK losses batch and export.
-    """
-    count = len(parents)
-    paths = np.zeros((count, count), dtype=np.float32)
-    for j in range(count):
-        k = j
-        while parents[k] >= 0:
-            paths[j, k] = 1.0
-            k = parents[k]
-    return paths

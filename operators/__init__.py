@@ -17,7 +17,7 @@ def register() -> None:
 
 
 def unregister() -> None:
-    from ..kirin_addon.backend.client import stop_backend
+    from ..kirin_addon.backend.process import stop_backend
 
     stop_backend()  # the backend this Blender started ends with the add-on (and with Blender: atexit)
     pose.unregister_tool()

@@ -20,7 +20,7 @@ import bpy
 import numpy as np
 from bpy.props import EnumProperty, FloatProperty
 
-from ..kirin_addon.backend.client import BackendError, BindResult, TransferResult, WeightSet
+from ..kirin_addon.backend.results import BackendError, BindResult, TransferResult, WeightSet
 from . import scene_io
 from .common import BackendOperator, BackendTask, connect, start_task
 from .properties import FAMILY_ITEMS

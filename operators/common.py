@@ -17,19 +17,21 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import bpy
+import numpy as np
 
-from ..kirin_addon.backend.client import (
-    BackendClient,
-    BackendError,
-    BackendJob,
-    JobCancelledError,
-    ensure_backend,
-)
+from ..kirin_addon.backend.client import BackendClient, BackendJob
+from ..kirin_addon.backend.process import ensure_backend
+from ..kirin_addon.backend.results import BackendError, JobCancelledError
+from ..kirin_addon.core.motion import Motion
+from ..kirin_addon.core.rig import Rig
+from ..kirin_addon.core.skinning import SkinnedMesh
 from . import scene_io
+from .retarget import target_frame
 
 ADDON_ID = __package__.rpartition(".")[0]  # the add-on's module ("bl_ext.<repo>.kirin" as an extension)
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +84,47 @@ def connect(context=None) -> BackendClient:
         raise BackendError(f"The backend Python {python} does not exist: fix it in the add-on preferences.")
     extra = {"threads": options["threads"]} if options["threads"] else {}
     return ensure_backend(python, device=options["device"], **extra)
+
+
+# ----------------------------------------------------------------------------- the character a job is about
+@dataclass
+class CharacterInput:
+    """The selected armature as a backend job sends it: the rig in armature space, and the rig and
+    its skinned mesh in the rig's canonical frame (as the add-on detects it: the armature's world
+    matrix and the user's Up/Forward settings), so the backend's own detection has nothing to guess."""
+
+    armature: str  # object name
+    rig: Rig  # armature space
+    canonical_rig: Rig  # what the backend gets
+    to_canonical: np.ndarray  # (4,4) armature space → canonical frame
+    mesh: SkinnedMesh | None  # in the canonical frame; None: the bones alone
+
+    @classmethod
+    def from_scene(cls, context, **more: Any):
+        """The selected deforming armature (and its skin) read now; `more`: the subclass's fields."""
+        arm, rig = scene_io.deforming_armature(context)
+        to_canonical = target_frame(arm, rig).matrix()
+        mesh = scene_io.read_armature_skin(context, arm, rig, to_canonical)
+        return cls(arm.name, rig, rig.transformed(to_canonical), to_canonical, mesh, **more)
+
+    def armature_to_write(self, during: str) -> tuple[bpy.types.Object, Rig]:
+        """The armature the result goes onto, with its rig; SceneError when it is gone or its bones
+        changed `during` the job ("while generating")."""
+        arm = bpy.data.objects.get(self.armature)
+        if arm is None or arm.type != "ARMATURE":
+            raise scene_io.SceneError(f"The armature '{self.armature}' is gone: nothing was written.")
+        rig = scene_io.read_rig(arm)
+        if rig.names != self.rig.names:
+            raise scene_io.SceneError(f"The bones of '{arm.name}' changed {during}: nothing was written.")
+        return arm, rig
+
+
+def motion_in_frame(motion: Motion, matrix: np.ndarray) -> Motion:
+    """The motion of a rig moved by the similarity `matrix` (local rotations are unchanged)."""
+    scale = float(np.cbrt(np.linalg.det(matrix[:3, :3])))
+    root = motion.root_positions @ matrix[:3, :3].T + matrix[:3, 3]
+    moved = None if motion.translations is None else motion.translations * scale
+    return Motion(motion.fps, root, motion.rotations, moved)
 
 
 # ----------------------------------------------------------------------------- one job

@@ -21,14 +21,13 @@ import bpy
 import numpy as np
 from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 
-from ..kirin_addon.backend.client import BackendClient, GenerationResult
-from ..kirin_addon.backend.protocol import MAX_FRAMES, MAX_VARIANTS
+from ..kirin_addon.backend.client import BackendClient
+from ..kirin_addon.backend.results import GenerationResult
 from ..kirin_addon.core.motion import Motion, pin_frames
-from ..kirin_addon.core.rig import Rig
-from ..kirin_addon.core.skinning import SkinnedMesh
+from ..kirin_addon.generate.request import EMPTY_PROMPT, MAX_FRAMES, GenerateRequest, GenerateRequestError
 from . import nla, scene_io
-from .common import BackendOperator, BackendTask, connect, start_task
-from .retarget import NeedsArmature, target_frame
+from .common import BackendOperator, BackendTask, CharacterInput, connect, start_task
+from .retarget import NeedsArmature
 
 NAME_LIMIT = 63  # bytes in a Blender ID name
 # Magic numbers of the image files a reference image may be (the backend decodes them).
@@ -40,25 +39,25 @@ last_run: dict = {}
 
 # ----------------------------------------------------------------------------- the request
 @dataclass
-class GenerateInput:
+class GenerateSettings:
+    """What the user asked for in the panel (or a script, in the operator's properties)."""
+
+    prompt: str
+    image: str
+    frames: int
+    variants: int
+    seed: int
+    guidance: float  # 0: the model's default
+    loop: bool
+    inbetween: bool  # keep the active action's keyframes in the range, fill in between
+
+
+@dataclass
+class GenerateInput(CharacterInput):
     """A checked Generate Motion request, read from the scene (everything the job and the write need)."""
 
-    armature: str  # object name
-    rig: Rig  # armature space
-    canonical_rig: Rig  # what the backend gets
-    to_canonical: np.ndarray  # (4,4) armature space → canonical frame
-    mesh: SkinnedMesh | None  # in the canonical frame
-    prompt: str | None
-    image: str | None
-    frames: int
-    fps: float
-    frame_start: int
-    seed: int
-    variants: int
-    guidance: float | None
-    loop: bool
-    keep: Motion | None = None  # canonical frame
-    keep_frames: np.ndarray | None = None
+    generation: GenerateRequest | None = None  # at the scene's frame rate; keys in the canonical frame
+    frame_start: int = 1
     keep_armature: Motion | None = None  # the keys as read (armature space)
     warnings: list[str] = field(default_factory=list)
 
@@ -83,55 +82,50 @@ def check_image(path: str) -> str:
     return full
 
 
-def _to_frame(motion: Motion, matrix: np.ndarray) -> Motion:
-    """The motion of a rig moved by the similarity `matrix` (local rotations are unchanged)."""
-    scale = float(np.cbrt(np.linalg.det(matrix[:3, :3])))
-    root = motion.root_positions @ matrix[:3, :3].T + matrix[:3, 3]
-    moved = None if motion.translations is None else motion.translations * scale
-    return Motion(motion.fps, root, motion.rotations, moved)
-
-
-def read_request(context, *, prompt: str, image: str, frames: int, variants: int, seed: int,
-                 guidance: float, loop: bool, inbetween: bool) -> GenerateInput:
+def read_request(context, settings: GenerateSettings) -> GenerateInput:
     """Check the input and read the scene; SceneError (a user-facing message) for bad input."""
-    prompt = (prompt or "").strip()
-    image = (image or "").strip()
+    prompt = (settings.prompt or "").strip()
+    image = (settings.image or "").strip()
     if not prompt and not image:
-        raise scene_io.SceneError("The prompt is empty: describe the motion, e.g. 'a wolf trotting forward'.")
-    if not 1 <= frames <= MAX_FRAMES:
-        raise scene_io.SceneError(f"Frames must be from 1 to {MAX_FRAMES}, got {frames}.")
-    if not 1 <= variants <= MAX_VARIANTS:
-        raise scene_io.SceneError(f"Variants must be from 1 to {MAX_VARIANTS}, got {variants}.")
-    if not 0 <= seed < 2**31:
-        raise scene_io.SceneError(f"The seed must be from 0 to {2**31 - 1}, got {seed}.")
-    image_path = check_image(image) if image else None
-    arm, rig = scene_io.deforming_armature(context)
-    frame = target_frame(arm, rig)
-    to_canonical = frame.matrix()
-    mesh = scene_io.read_armature_skin(context, arm, rig, to_canonical)  # None: the bones alone
+        raise scene_io.SceneError(EMPTY_PROMPT)
     scene = context.scene
-    fps = scene.render.fps / scene.render.fps_base
-    request = GenerateInput(arm.name, rig, rig.transformed(to_canonical), to_canonical, mesh, prompt or None,
-                            image_path, int(frames), float(fps), int(scene.frame_start), int(seed),
-                            int(variants), float(guidance) if guidance > 0 else None, bool(loop))
-    if inbetween:
-        anim = arm.animation_data
-        action = anim.action if anim is not None else None
-        if action is None:
-            raise scene_io.SceneError(f"In-betweening needs keyframes: '{arm.name}' has no active action.")
-        last = request.frame_start + request.frames - 1
-        keyed = scene_io.action_key_frames(action, arm)
-        keyed = keyed[(keyed >= request.frame_start) & (keyed <= last)]
-        if keyed.size == 0:
-            raise scene_io.SceneError(
-                f"In-betweening needs keyframes in frames {request.frame_start}–{last}: "
-                f"'{action.name}' has none."
-            )
-        keep = scene_io.read_action(arm, rig, action, fps=fps, frame_range=(request.frame_start, last))
-        request.keep_armature = keep
-        request.keep = _to_frame(keep, to_canonical)
-        request.keep_frames = keyed - request.frame_start
+    guidance = float(settings.guidance) if settings.guidance > 0 else None
+    generation = GenerateRequest(prompt or None, image or None, int(settings.frames),
+                                 float(scene.render.fps / scene.render.fps_base), int(settings.seed),
+                                 int(settings.variants), guidance, loop=bool(settings.loop))
+    try:
+        generation.check()
+    except GenerateRequestError as exc:
+        raise scene_io.SceneError(str(exc)) from None
+    if image:
+        generation.image = check_image(image)
+    request = GenerateInput.from_scene(context, generation=generation, frame_start=int(scene.frame_start))
+    if settings.inbetween:
+        _read_keys(request)
     return request
+
+
+def _read_keys(request: GenerateInput) -> None:
+    """The active action's keyframes in the frame range, to keep (in-betweening)."""
+    arm = bpy.data.objects[request.armature]
+    anim = arm.animation_data
+    action = anim.action if anim is not None else None
+    if action is None:
+        raise scene_io.SceneError(f"In-betweening needs keyframes: '{arm.name}' has no active action.")
+    generation = request.generation
+    last = request.frame_start + generation.frames - 1
+    keyed = scene_io.action_key_frames(action, arm)
+    keyed = keyed[(keyed >= request.frame_start) & (keyed <= last)]
+    if keyed.size == 0:
+        raise scene_io.SceneError(
+            f"In-betweening needs keyframes in frames {request.frame_start}–{last}: "
+            f"'{action.name}' has none."
+        )
+    keep = scene_io.read_action(arm, request.rig, action, fps=generation.fps,
+                                frame_range=(request.frame_start, last))
+    request.keep_armature = keep
+    generation.keep = keep.transformed(request.to_canonical)
+    generation.keep_frames = keyed - request.frame_start
 
 
 # ----------------------------------------------------------------------------- the job (no bpy)
@@ -142,33 +136,30 @@ class GenerationTask(BackendTask):
     def __init__(self, client: BackendClient, request: GenerateInput):
         self.request = request
         self.key_corrections: list[dict] = []  # how far the model missed the kept frames
-        super().__init__(client.generate(
-            request.canonical_rig, request.prompt, mesh=request.mesh, image=request.image,
-            frames=request.frames, fps=request.fps, seed=request.seed, variants=request.variants,
-            guidance=request.guidance, keep=request.keep,
-            keep_frames=None if request.keep_frames is None else request.keep_frames.tolist(),
-            loop=request.loop,
-        ), f"generating '{request.prompt or 'from image'}'")
+        generation = request.generation
+        super().__init__(client.generate(request.canonical_rig, generation, request.mesh),
+                         f"generating '{generation.prompt or 'from image'}'")
 
     def motions(self, result: GenerationResult) -> list[Motion]:
         """The variants in armature space (kept frames exactly as keyed)."""
         back = np.linalg.inv(self.request.to_canonical)
-        out = [_to_frame(v.motion, back) for v in result.variants]
+        out = [v.motion.transformed(back) for v in result.variants]
         request = self.request
         if request.keep_armature is not None:
             self.key_corrections = []
             for k, motion in enumerate(out):
-                out[k], change = pin_frames(motion, request.keep_armature, request.keep_frames)
+                out[k], change = pin_frames(motion, request.keep_armature, request.generation.keep_frames)
                 self.key_corrections.append(change)
         return out
 
 
 # ----------------------------------------------------------------------------- writing
 def action_names(request: GenerateInput) -> list[str]:
-    label = request.prompt or os.path.basename(request.image or "image")
+    generation = request.generation
+    label = generation.prompt or os.path.basename(generation.image or "image")
     base = f"Kirin: {label}"
     names = []
-    for k in range(request.variants):
+    for k in range(generation.variants):
         suffix = "" if k == 0 else f" #{k + 1}"
         room = NAME_LIMIT - len(suffix.encode())
         text = base.encode()[:room].decode(errors="ignore")
@@ -179,12 +170,8 @@ def action_names(request: GenerateInput) -> list[str]:
 def write_results(context, task: GenerationTask, result: GenerationResult, set_frame_range: bool = True):
     """The variants as new Actions: the first active, the others muted NLA takes. Returns them."""
     request = task.request
-    arm = bpy.data.objects.get(request.armature)
-    if arm is None or arm.type != "ARMATURE":
-        raise scene_io.SceneError(f"The armature '{request.armature}' is gone: nothing was written.")
-    rig = scene_io.read_rig(arm)
-    if rig.names != request.rig.names:
-        raise scene_io.SceneError(f"The bones of '{arm.name}' changed while generating: nothing was written.")
+    generation = request.generation
+    arm, rig = request.armature_to_write("while generating")
     motions = task.motions(result)
     names = action_names(request)
     actions = [None] * len(motions)
@@ -192,36 +179,37 @@ def write_results(context, task: GenerationTask, result: GenerationResult, set_f
     # The takes first (each pushed into its own muted track), the first variant last: it stays active.
     for k in list(range(1, len(motions))) + [0]:
         action = scene_io.write_action(arm, rig, motions[k], names[k], frame_start=request.frame_start)
-        if request.loop:
+        if generation.loop:
             action.use_frame_range = True
             action.use_cyclic = True
-        action["kirin_prompt"] = request.prompt or ""
+        action["kirin_prompt"] = generation.prompt or ""
         action["kirin_seed"] = int(result.variants[k].seed)
         actions[k] = action
         if k > 0:
             track, _ = nla.push_action_to_track(arm, f"{track_name} {names[k].removeprefix('Kirin: ')}")
             track.mute = True
     if set_frame_range:
-        context.scene.frame_end = request.frame_start + request.frames - 1
+        context.scene.frame_end = request.frame_start + generation.frames - 1
     return actions
 
 
 def report_of(task: GenerationTask, result: GenerationResult, actions) -> dict:
+    generation = task.request.generation
     return {
         "device": result.device,
         "backend": result.backend,
         "seconds_model": result.seconds_model,
         "seconds_job": result.seconds_job,
         "seconds_submit_to_actions": time.perf_counter() - task.started,
-        "prompt": task.request.prompt,
+        "prompt": generation.prompt,
         "armature": task.request.armature,
         "variants": [
-            {"action": action.name, "frames": task.request.frames, "seed": variant.seed, **variant.metrics,
+            {"action": action.name, "frames": generation.frames, "seed": variant.seed, **variant.metrics,
              "retrieved": variant.report.get("retrieved"), "within_bounds": variant.within_bounds}
             for action, variant in zip(actions, result.variants, strict=True)
         ],
         "bounds": result.info.get("bounds") or None,
-        "kept_frames": None if task.request.keep_frames is None else len(task.request.keep_frames),
+        "kept_frames": None if generation.keep_frames is None else len(generation.keep_frames),
         "key_corrections": task.key_corrections,
     }
 
@@ -249,7 +237,7 @@ class KIRIN_OT_generate_motion(NeedsArmature, BackendOperator, bpy.types.Operato
     timeout: FloatProperty(name="Timeout (s)", default=600.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
 
     # ------------------------------------------------------------------ shared steps
-    def _settings(self, context) -> dict:
+    def _settings(self, context) -> GenerateSettings:
         scene = context.scene.kirin
         out = {}
         for name, panel_name in (("prompt", "prompt"), ("image", "reference_image"), ("frames", "frames"),
@@ -257,11 +245,11 @@ class KIRIN_OT_generate_motion(NeedsArmature, BackendOperator, bpy.types.Operato
                                  ("loop", "loop"), ("inbetween", "inbetween")):
             use_own = self.properties.is_property_set(name)
             out[name] = getattr(self, name) if use_own else getattr(scene, panel_name)
-        return out
+        return GenerateSettings(**out)
 
     def _start(self, context) -> GenerationTask | None:
         return start_task(
-            self, lambda: GenerationTask(connect(context), read_request(context, **self._settings(context)))
+            self, lambda: GenerationTask(connect(context), read_request(context, self._settings(context)))
         )
 
     def _finish(self, context, task: GenerationTask, result: GenerationResult) -> set[str]:
@@ -273,7 +261,8 @@ class KIRIN_OT_generate_motion(NeedsArmature, BackendOperator, bpy.types.Operato
         last_run.clear()
         last_run.update(report_of(task, result, actions))
         worst = max((v.metrics.get("bone_length_error") or 0.0) for v in result.variants)
-        self.report({"INFO"}, f"'{actions[0].name}': {len(actions)} variant(s) of {task.request.frames} "
+        frames = task.request.generation.frames
+        self.report({"INFO"}, f"'{actions[0].name}': {len(actions)} variant(s) of {frames} "
                     f"frames in {time.perf_counter() - task.started:.1f} s on {result.device}"
                     + (f" (bone length error {worst:.1e})" if worst > 1e-6 else ""))
         outside = [a.name for a, v in zip(actions, result.variants, strict=True) if v.within_bounds is False]

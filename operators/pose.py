@@ -24,7 +24,8 @@ import bpy
 import numpy as np
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
 
-from ..kirin_addon.backend.client import BackendClient, BackendError, PoseResult
+from ..kirin_addon.backend.client import BackendClient
+from ..kirin_addon.backend.results import BackendError, PoseResult
 from ..kirin_addon.core.motion import Motion, MotionError, forward_kinematics, pin_frames
 from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.core.rotations import quat_identity

@@ -20,15 +20,15 @@ import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
-from ..kirin_addon.backend.client import BackendClient, ExtractResult
+from ..kirin_addon.backend.client import BackendClient
 from ..kirin_addon.backend.protocol import MAX_EPOCHS
+from ..kirin_addon.backend.results import ExtractResult
 from ..kirin_addon.core.rig import Rig
-from ..kirin_addon.core.skinning import SkinnedMesh
 from . import scene_io
-from .common import BackendOperator, BackendTask, connect, start_task
-from .generate import NAME_LIMIT, _to_frame
+from .common import BackendOperator, BackendTask, CharacterInput, connect, motion_in_frame, start_task
+from .generate import NAME_LIMIT
 from .properties import SILHOUETTE_ITEMS
-from .retarget import NeedsArmature, target_frame
+from .retarget import NeedsArmature
 
 # What the last finished extraction made (the `kirin extract` report reads it).
 last_extract: dict = {}
@@ -36,25 +36,37 @@ last_extract: dict = {}
 
 # ----------------------------------------------------------------------------- the request
 @dataclass
-class VideoInput:
-    """A checked Extract Motion From Video request, read from the scene."""
+class VideoSettings:
+    """What the user asked for in the panel (or a script, in the operator's properties)."""
 
-    armature: str  # object name
-    rig: Rig  # armature space
-    canonical_rig: Rig  # what the backend gets
-    to_canonical: np.ndarray  # (4,4) armature space → canonical frame
-    mesh: SkinnedMesh | None  # in the canonical frame
-    video: str  # absolute path
-    start: int  # 0-based video frame
-    stop: int | None  # 0-based, exclusive; None: to the end
+    video: str
+    first: int  # 1-based video frame
+    last: int  # 0: to the end
     stride: int
-    keypoints: str | None
-    tracks: dict[str, np.ndarray]  # bone → (N,2) px per video frame
-    silhouettes: str  # "background", "none" or a mask folder
-    fps: float  # the scene's
-    frame_start: int
+    keypoints: str
+    silhouettes: str  # a SILHOUETTE_ITEMS key
+    masks: str
+    clip: str  # Movie Clip name
     epochs: int
     idm: bool
+    mediapipe: bool = False
+
+
+@dataclass
+class VideoInput(CharacterInput):
+    """A checked Extract Motion From Video request, read from the scene."""
+
+    video: str = ""  # absolute path
+    start: int = 0  # 0-based video frame
+    stop: int | None = None  # 0-based, exclusive; None: to the end
+    stride: int = 1
+    keypoints: str | None = None
+    tracks: dict[str, np.ndarray] = field(default_factory=dict)  # bone → (N,2) px per video frame
+    silhouettes: str = "background"  # "background", "none" or a mask folder
+    fps: float = 24.0  # the scene's
+    frame_start: int = 1
+    epochs: int = 20
+    idm: bool = False
     clip: str | None = None  # Movie Clip name
     mediapipe: bool = False  # MediaPipe Pose keypoints (humanoid rigs)
     warnings: list[str] = field(default_factory=list)
@@ -99,10 +111,11 @@ def read_tracks(clip, assignments, rig: Rig) -> dict[str, np.ndarray]:
     return out
 
 
-def read_request(context, *, video: str, first: int, last: int, stride: int, keypoints: str,
-                 silhouettes: str, masks: str, clip: str, epochs: int, idm: bool,
-                 mediapipe: bool = False) -> VideoInput:
+def read_request(context, settings: VideoSettings) -> VideoInput:
     """Check the input and read the scene; SceneError (a user-facing message) for bad input."""
+    video, first, last, stride = settings.video, settings.first, settings.last, settings.stride
+    keypoints, silhouettes, masks = settings.keypoints, settings.silhouettes, settings.masks
+    clip, epochs, idm, mediapipe = settings.clip, settings.epochs, settings.idm, settings.mediapipe
     if first < 1:
         raise scene_io.SceneError(f"The first video frame is 1 or more, got {first}.")
     if last and last < first:
@@ -138,18 +151,20 @@ def read_request(context, *, video: str, first: int, last: int, stride: int, key
     else:
         sil = source.lower()
 
-    arm, rig = scene_io.deforming_armature(context)
+    _, rig = scene_io.deforming_armature(context)
     tracks = read_tracks(movie, context.scene.kirin.video_tracks, rig) if movie is not None else {}
     if keypoints_path is None and not tracks and sil == "none" and not mediapipe:
         raise scene_io.SceneError("Nothing to fit to: give a keypoints file, use MediaPipe Pose (humanoid "
                                   "rigs), assign Movie Clip tracks to bones, or use silhouettes.")
-    to_canonical = target_frame(arm, rig).matrix()
-    mesh = scene_io.read_armature_skin(context, arm, rig, to_canonical)  # None: the bones' capsules
     scene = context.scene
-    return VideoInput(arm.name, rig, rig.transformed(to_canonical), to_canonical, mesh, video, first - 1,
-                      last or None, int(stride), keypoints_path, tracks, sil,
-                      float(scene.render.fps / scene.render.fps_base), int(scene.frame_start), int(epochs),
-                      bool(idm), movie.name if movie is not None else None, bool(mediapipe))
+    # The mesh: None for the bones' capsules.
+    return VideoInput.from_scene(
+        context, video=video, start=first - 1, stop=last or None, stride=int(stride),
+        keypoints=keypoints_path, tracks=tracks, silhouettes=sil,
+        fps=float(scene.render.fps / scene.render.fps_base), frame_start=int(scene.frame_start),
+        epochs=int(epochs), idm=bool(idm),
+        clip=movie.name if movie is not None else None, mediapipe=bool(mediapipe),
+    )
 
 
 # ----------------------------------------------------------------------------- the job (no bpy)
@@ -167,7 +182,7 @@ class VideoTask(BackendTask):
 
     def motion(self, result: ExtractResult):
         """The motion in armature space."""
-        return _to_frame(result.motion, np.linalg.inv(self.request.to_canonical))
+        return motion_in_frame(result.motion, np.linalg.inv(self.request.to_canonical))
 
 
 # ----------------------------------------------------------------------------- writing
@@ -179,13 +194,7 @@ def action_name(request: VideoInput) -> str:
 def write_result(context, task: VideoTask, result: ExtractResult, set_frame_range: bool = True):
     """The motion as a new Action on the armature (the previous one kept); returns it."""
     request = task.request
-    arm = bpy.data.objects.get(request.armature)
-    if arm is None or arm.type != "ARMATURE":
-        raise scene_io.SceneError(f"The armature '{request.armature}' is gone: nothing was written.")
-    rig = scene_io.read_rig(arm)
-    if rig.names != request.rig.names:
-        raise scene_io.SceneError(f"The bones of '{arm.name}' changed during the extraction: nothing was "
-                                  "written.")
+    arm, rig = request.armature_to_write("during the extraction")
     motion = task.motion(result)
     action = scene_io.write_action(arm, rig, motion, action_name(request), frame_start=request.frame_start)
     action["kirin_video"] = request.video
@@ -240,19 +249,19 @@ class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Opera
     mediapipe: BoolProperty(name="MediaPipe Pose", default=False)
     timeout: FloatProperty(name="Timeout (s)", default=3600.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
 
-    def _settings(self, context) -> dict:
+    def _settings(self, context) -> VideoSettings:
         scene = context.scene.kirin
         panel = {"video": scene.driving_video, "first": scene.video_first, "last": scene.video_last,
                  "stride": scene.video_stride, "keypoints": scene.video_keypoints,
                  "silhouettes": scene.video_silhouettes, "masks": scene.video_masks,
                  "clip": scene.video_clip.name if scene.video_clip is not None else "",
                  "epochs": scene.video_epochs, "idm": scene.video_idm, "mediapipe": scene.video_mediapipe}
-        return {name: getattr(self, name) if self.properties.is_property_set(name) else value
-                for name, value in panel.items()}
+        return VideoSettings(**{name: getattr(self, name) if self.properties.is_property_set(name) else value
+                                for name, value in panel.items()})
 
     def _start(self, context) -> VideoTask | None:
         return start_task(
-            self, lambda: VideoTask(connect(context), read_request(context, **self._settings(context)))
+            self, lambda: VideoTask(connect(context), read_request(context, self._settings(context)))
         )
 
     def _finish(self, context, task: VideoTask, result: ExtractResult) -> set[str]:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from kirin.kirin_addon.library.build import BuildConfig, build_library
 from kirin.models.data.cache import build_cache
-from kirin.models.encoders import load_image_encoder, load_text_encoder
+from kirin.models.encoders.image import load_image_encoder
+from kirin.models.encoders.text import load_text_encoder
 
 
 def small_cache(root: Path, config: BuildConfig) -> Path:

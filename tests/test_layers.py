@@ -286,7 +286,8 @@ def test_engine_imports_without_blender():
     import importlib
 
     for module in ("core.rig", "core.motion", "core.rotations", "retarget.retargeter", "library.procedural",
-                   "core.skinning", "core.canonical", "retarget.joint_mapping", "library.families",
-                   "library.controllers", "library.captions", "eval.metrics", "library.build",
+                   "core.skinning", "core.canonical", "retarget.joint_mapping",
+                   "library.families.build", "library.controllers.dispatch", "library.captions.clip_names",
+                   "library.captions.heldout", "eval.metrics", "library.build",
                    "library.ingest", "library.render", "library.preview", "io.files"):
         importlib.import_module(f"kirin.kirin_addon.{module}")

@@ -21,7 +21,7 @@ FPS = 24.0
 
 
 def creature(family: str = "quadruped", seed: int = 3):
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     return build_creature(family, seed)
 
@@ -121,7 +121,7 @@ def cesiumman_from_behind(frames: int = 16, size: tuple[int, int] = (320, 240)):
     a view MediaPipe Pose reads well on this untextured render: (rig, SyntheticVideo with the truth)."""
     from kirin.kirin_addon.core.motion import Motion
     from kirin.kirin_addon.io.gltf import load_gltf
-    from kirin.kirin_addon.video.synth import frame_camera, render_motion, skinned_vertices
+    from kirin.kirin_addon.video.synth import Framing, frame_camera, render_motion, skinned_vertices
     from kirin.models.video.idm import default_frame
 
     from assets_support import asset_files
@@ -134,7 +134,7 @@ def cesiumman_from_behind(frames: int = 16, size: tuple[int, int] = (320, 240)):
     frame = default_frame(rig, mesh)  # the canonical frame: +Z up, the front −Y
     behind = frame.rotation.T @ np.array([0.0, np.cos(0.26), np.sin(0.26)])
     camera = frame_camera(vertices[:, ::3], size, up=frame.rotation.T @ np.array([0.0, 0.0, 1.0]),
-                          fov_deg=40.0, direction=behind, fill=0.9)
+                          direction=behind, framing=Framing(fov_deg=40.0, fill=0.9))
     return rig, render_motion(rig, mesh, motion, camera, size, background="textured", seed=0)
 
 

@@ -5,7 +5,8 @@
 - `jobs` — the job queue: one worker thread, progress, cancellation, results kept until fetched.
 - `server` — the HTTP app (FastAPI + uvicorn) behind `kirin serve`; runs in the project's
   environment (torch, onnxruntime), never in Blender's Python.
-- `client` — what the add-on uses: standard library (+ numpy, which Blender bundles) only; starts,
+- `client` — what the add-on uses: standard library (+ numpy, which Blender bundles) only; one HTTP
+  call per feature. `results` — the answers it decodes and the errors it raises; `process` — starts,
   reuses and stops the backend process.
 
 Nothing is imported here so that the client can be imported inside Blender without the server's

@@ -1,7 +1,8 @@
-"""The add-on's side of the backend: standard library (+ numpy, which Blender bundles) only.
+"""The add-on's side of the backend over HTTP, one call per feature and the jobs they start: standard
+library (+ numpy, which Blender bundles) only (starting and stopping the process: process.py).
 
-    client = ensure_backend("/path/to/kirin/.venv/bin/python")   # starts it, or reuses it
-    job = client.generate(rig, "a wolf trotting forward", frames=120, variants=3)
+    client = process.ensure_backend("/path/to/kirin/.venv/bin/python")   # starts it, or reuses it
+    job = client.generate(rig, GenerateRequest("a wolf trotting forward", frames=120, variants=3))
     while not job.poll_once().finished:   # a modal operator: one poll_once per timer tick
         ...
     result = job.result()                 # or, headless: result = job.wait()
@@ -15,291 +16,66 @@ that died or cannot be reached is a `BackendStopped` ("The Kirin backend stopped
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import http.client
 import json
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..core.motion import Motion
 from ..core.rig import Rig
 from ..core.skinning import SkinnedMesh
+from ..generate.request import GenerateRequest
 from ..pose.space import JointLimits
 from .protocol import (
     API,
-    PROTOCOL_VERSION,
     UNKNOWN_MESH_KEY_STATUS,
-    ProtocolError,
     bind_request,
-    decode_array,
     extract_request,
-    generate_request,
-    motion_from_json,
+    generate_to_json,
     pose_project_request,
     pose_sample_request,
     pose_walk_request,
-    rig_from_json,
     transfer_request,
-    weights_from_json,
+)
+from .results import (
+    BackendError,
+    BackendStopped,
+    GenerationResult,
+    JobCancelledError,
+    JobStatus,
+    PoseResult,
+    decode_bind,
+    decode_extract,
+    decode_pose,
+    decode_result,
+    decode_transfer,
 )
 
-SERVE_MODULE = "kirin.kirin_addon.cli"  # `python -m SERVE_MODULE serve ...` in the backend's environment
 STOPPED = "The Kirin backend stopped"
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
-class BackendError(RuntimeError):
-    """A backend request that failed; `message` is user-facing, `status` the HTTP status if any."""
+class StartedProcess(Protocol):
+    """What the client asks of a backend process this add-on started (process.BackendProcess)."""
 
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.status = status
-
-
-class BackendStopped(BackendError):
-    """The backend process ended, or nothing answers at its address."""
-
-
-class JobCancelledError(BackendError):
-    """The job was cancelled (by the user or by a backend shutting down)."""
-
-
-# ----------------------------------------------------------------------------- results
-@dataclass
-class JobStatus:
-    state: str  # queued, running, done, failed, cancelled
-    progress: float  # 0..1
-    message: str
-    error: str | None = None
-    position: int | None = None  # jobs ahead in the queue
+    popen: subprocess.Popen
 
     @property
-    def finished(self) -> bool:
-        return self.state in ("done", "failed", "cancelled")
+    def alive(self) -> bool: ...
 
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> JobStatus:
-        return cls(
-            str(obj.get("state", "")),
-            float(obj.get("progress") or 0.0),
-            str(obj.get("message") or ""),
-            obj.get("error"),
-            obj.get("position"),
-        )
+    def exit_description(self) -> str: ...
 
-
-@dataclass
-class GeneratedVariant:
-    motion: Motion  # on the request's rig, armature space, `frames` frames at `fps`
-    seed: int
-    contacts: np.ndarray  # (T,F) planted feet
-    feet: list[str]
-    metrics: dict[str, float | None]  # foot_skating, jitter, penetration, bone_length_error
-    report: dict[str, Any]  # the model's own report (clean-up, retrieval, seconds)
-    within_bounds: bool | None = None  # metrics within the model's per-clip bounds (None: no bounds)
-
-
-@dataclass
-class GenerationResult:
-    variants: list[GeneratedVariant]
-    frames: int
-    fps: float
-    device: str
-    backend: str
-    seconds_model: float
-    seconds_job: float
-    info: dict[str, Any] = field(default_factory=dict)  # everything else the backend said
-
-
-def decode_result(payload: dict[str, Any], joints: int, frames: int, variants: int) -> GenerationResult:
-    """A result body, checked against what was asked for (a wrong shape is a BackendError)."""
-    try:
-        items = payload["variants"]
-        if not isinstance(items, list) or len(items) != variants:
-            raise ProtocolError(
-                f"expected {variants} variants, got {len(items) if isinstance(items, list) else 0}"
-            )
-        out = []
-        for i, item in enumerate(items):
-            motion = motion_from_json(item["motion"], joints, frames, what=f"variants[{i}].motion")
-            feet = [str(f) for f in item.get("feet", [])]
-            contacts = decode_array(
-                item["contacts"], f"variants[{i}].contacts", (frames, len(feet)), kind="bool"
-            )
-            out.append(
-                GeneratedVariant(
-                    motion,
-                    int(item["seed"]),
-                    contacts,
-                    feet,
-                    dict(item.get("metrics", {})),
-                    dict(item.get("report", {})),
-                    None if item.get("within_bounds") is None else bool(item["within_bounds"]),
-                )
-            )
-        info = {k: v for k, v in payload.items() if k != "variants"}
-        return GenerationResult(
-            out,
-            int(payload["frames"]),
-            float(payload["fps"]),
-            str(payload.get("device")),
-            str(payload.get("backend")),
-            float(payload.get("seconds_model") or 0.0),
-            float(payload.get("seconds_job") or 0.0),
-            info,
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BackendError(f"The Kirin backend sent a result this add-on cannot read: {exc}") from exc
-
-
-# ----------------------------------------------------------------------------- the client
-@dataclass
-class WeightSet:
-    """Skin weights of one mesh from the backend: (V,K) group indices and weights, and which vertices
-    took the source surface's weights, were inpainted, or fell back to the nearest surface."""
-
-    joint_indices: np.ndarray
-    joint_weights: np.ndarray
-    matched: np.ndarray
-    inpainted: np.ndarray
-    fallback: np.ndarray
-    stats: dict[str, Any]
-
-
-@dataclass
-class TransferResult:
-    groups: list[str]
-    targets: dict[str, WeightSet]  # by target name, in request order
-    method: str
-    seconds: float
-
-
-@dataclass
-class BindResult:
-    family: str
-    rig: Rig  # the fitted skeleton in the mesh's space (world space in the add-on): rest = bind B_j
-    weights: WeightSet  # over the rig's joints
-    quality: str  # good / fair / poor
-    chamfer: dict[str, Any]
-    scores: dict[str, Any]
-    method: str
-    seconds: float
-
-
-def decode_weight_set(obj: Any, count: int, groups: int, what: str) -> WeightSet:
-    if not isinstance(obj, dict):
-        raise ProtocolError(f"{what}: expected an object.")
-    indices, weights = weights_from_json(obj, count, groups, what)
-    masks = [decode_array(obj.get(k), f"{what}.{k}", (count,), kind="bool")
-             for k in ("matched", "inpainted", "fallback")]
-    return WeightSet(indices, weights, *masks, dict(obj.get("stats") or {}))
-
-
-def decode_transfer(payload: dict[str, Any], targets: Sequence[tuple[str, int]]) -> TransferResult:
-    """A transfer result, checked against the (name, vertex count) of each target sent."""
-    try:
-        groups = [str(g) for g in payload["groups"]]
-        items = payload["targets"]
-        if not isinstance(items, list) or len(items) != len(targets):
-            raise ProtocolError(f"expected {len(targets)} targets")
-        out = {}
-        for item, (name, count) in zip(items, targets, strict=True):
-            out[name] = decode_weight_set(item, count, len(groups), f"targets[{name}]")
-        return TransferResult(groups, out, str(payload.get("method")), float(payload.get("seconds") or 0.0))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BackendError(f"The backend sent a transfer result Kirin cannot read: {exc}") from None
-
-
-def decode_bind(payload: dict[str, Any], count: int) -> BindResult:
-    try:
-        rig = rig_from_json(payload["rig"], "rig")
-        weights = decode_weight_set(payload["weights"], count, rig.joint_count, "weights")
-        return BindResult(str(payload["family"]), rig, weights, str(payload.get("quality")),
-                          dict(payload.get("chamfer") or {}), dict(payload.get("scores") or {}),
-                          str(payload.get("method")), float(payload.get("seconds") or 0.0))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BackendError(f"The backend sent an Auto-Bind result Kirin cannot read: {exc}") from None
-
-
-@dataclass
-class PoseResult:
-    """The answer of a Pose Space request (synchronous: no job)."""
-
-    motion: Motion  # one frame per pose, on the request's rig (local rotations as Blender keys them)
-    handle_error: np.ndarray | None  # (H,) body sizes: each target in order, then each pin; None: no handles
-    reached: bool  # every handle within tolerance (always True for sample and walk)
-    message: str  # why not, for the status bar ("" when reached)
-    seconds: float  # server-side compute
-    mesh_key: str | None  # send this instead of the mesh next time (None: no mesh)
-
-
-def decode_pose(payload: Any, joints: int, frames: int, handles: int | None, what: str) -> PoseResult:
-    """A pose answer, checked against what was asked for: `frames` poses of `joints` joints and, for a
-    projection, one error per handle."""
-    try:
-        if not isinstance(payload, dict):
-            raise ProtocolError("expected an object")
-        motion = motion_from_json(payload["motion"], joints, frames, what="motion")
-        error = None
-        if handles is not None:
-            error = decode_array(payload["handle_error"], "handle_error", (handles,))
-        reached, message = payload.get("reached", True), payload.get("message") or ""
-        key = payload.get("mesh_key")
-        if not isinstance(reached, bool):
-            raise ProtocolError("reached: expected true or false")
-        if not isinstance(message, str) or (key is not None and not isinstance(key, str)):
-            raise ProtocolError("message and mesh_key: expected text")
-        return PoseResult(motion, error, reached, message, float(payload.get("seconds") or 0.0), key)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BackendError(f"The backend sent a {what} result Kirin cannot read: {exc}") from None
-
-
-@dataclass
-class ExtractResult:
-    """A motion extracted from a driving video."""
-
-    motion: Motion  # on the request's rig, armature space, at the requested fps (the scene's)
-    report: dict[str, Any]  # frames, frame rates, evidence used, reprojection error, timings, the fit's own
-    reprojection_px: np.ndarray | None = None  # (T,) per clip frame (before resampling)
-    camera: Any = None  # the fitted camera as the backend describes it
-    seconds: float = 0.0
-
-
-def decode_extract(payload: dict[str, Any], joints: int, fps: float | None) -> ExtractResult:
-    """An extraction result, checked against the rig sent (joints) and the frame rate asked for."""
-    try:
-        frames = payload["frames"]
-        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
-            raise ProtocolError(f"frames: expected a positive whole number, got {frames!r}")
-        motion = motion_from_json(payload["motion"], joints, frames, what="motion")
-        if fps is not None and abs(motion.fps - float(fps)) > 1e-6:
-            raise ProtocolError(f"motion.fps: asked for {fps}, got {motion.fps}")
-        report = payload.get("report") or {}
-        if not isinstance(report, dict):
-            raise ProtocolError("report: expected an object")
-        error = None
-        if payload.get("reprojection_px") is not None:
-            error = decode_array(payload["reprojection_px"], "reprojection_px", (None,), finite=False)
-        seconds = float(payload.get("seconds") or 0.0)
-        return ExtractResult(motion, report, error, payload.get("camera"), seconds)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BackendError(f"The backend sent a video extraction result Kirin cannot read: {exc}") from None
+    def log_excerpt(self, chars: int = 1500) -> str: ...
 
 
 class BackendClient:
@@ -307,7 +83,7 @@ class BackendClient:
     so that a dead process is told apart from an unreachable address."""
 
     def __init__(
-        self, url: str, token: str, *, timeout: float = 120.0, process: BackendProcess | None = None
+        self, url: str, token: str, *, timeout: float = 120.0, process: StartedProcess | None = None
     ):
         self.url = url.rstrip("/")
         self.token = token.strip()
@@ -398,57 +174,27 @@ class BackendClient:
             time.sleep(interval)
 
     def submit(self, body: dict[str, Any]) -> dict[str, Any]:
-        """POST a generate request body (protocol.generate_request); the job's status."""
+        """POST a generate request body (protocol.generate_to_json); the job's status."""
         return self.request("POST", "/jobs/generate", body)
 
-    def generate(
-        self,
-        rig: Rig,
-        prompt: str | None,
-        *,
-        mesh: SkinnedMesh | None = None,
-        image: str | None = None,
-        frames: int = 120,
-        fps: float | None = None,
-        seed: int = 0,
-        variants: int = 1,
-        guidance: float | None = None,
-        keep: Motion | None = None,
-        keep_frames: Sequence[int] | np.ndarray | None = None,
-        loop: bool = False,
-    ) -> GenerationJob:
-        """Queue Generate Motion on `rig`; returns at once with the job to poll. A reference image
-        is sent by path to a backend on this machine and as its bytes to one elsewhere."""
-        image_path = image_data = None
-        if image is not None:
+    def generate(self, rig: Rig, request: GenerateRequest, mesh: SkinnedMesh | None = None) -> GenerationJob:
+        """Queue Generate Motion on `rig` (and its skinned `mesh`); returns at once with the job to
+        poll. A reference image given by path is sent as that path to a backend on this machine and
+        as the file's bytes to one elsewhere."""
+        image = request.image
+        if isinstance(image, str | os.PathLike):
             if self.is_local:
-                image_path = str(Path(image).resolve())
+                image = str(Path(image).resolve())
             else:
                 try:
-                    image_data = Path(image).read_bytes()
+                    image = Path(image).read_bytes()
                 except OSError as exc:
                     raise BackendError(
                         f"Cannot read the reference image {image}: {exc.strerror or exc}"
                     ) from None
-        body = generate_request(
-            rig,
-            prompt,
-            mesh=mesh,
-            image_path=image_path,
-            image_data=image_data,
-            frames=frames,
-            fps=fps,
-            seed=seed,
-            variants=variants,
-            guidance=guidance,
-            keep=keep,
-            keep_frames=keep_frames,
-            loop=loop,
-        )
-        status = self.submit(body)
-        return GenerationJob(
-            self, str(status["id"]), rig.joint_count, int(frames), int(variants), JobStatus.from_json(status)
-        )
+        status = self.submit(generate_to_json(rig, replace(request, image=image), mesh))
+        return GenerationJob(self, str(status["id"]), rig.joint_count, int(request.frames),
+                             int(request.variants), JobStatus.from_json(status))
 
     def transfer_weights(
         self,
@@ -736,231 +482,3 @@ class GenerationJob(BackendJob):
 
     def _decode(self, payload: dict[str, Any]) -> GenerationResult:
         return decode_result(payload, self.joints, self.frames, self.variants)
-
-
-# ----------------------------------------------------------------------------- the process
-class BackendProcess:
-    """A backend this add-on started: its process, address, token and log."""
-
-    def __init__(self, popen: subprocess.Popen, url: str, token: str, folder: Path, key: tuple = ()):
-        self.popen = popen
-        self.url = url
-        self.token = token
-        self.folder = folder  # private (0700): token file, URL file, log
-        self.key = key
-        self.client = BackendClient(url, token, process=self)
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    @property
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def exit_description(self) -> str:
-        code = self.popen.poll()
-        if code is None:
-            return "still running"
-        if code < 0:
-            return f"killed by signal {-code}"
-        return f"exit code {code}"
-
-    @property
-    def log_file(self) -> Path:
-        return self.folder / "backend.log"
-
-    def log_excerpt(self, chars: int = 1500) -> str:
-        try:
-            text = self.log_file.read_text(errors="replace")[-chars:].strip()
-        except OSError:
-            return ""
-        return f"\nBackend log ({self.log_file}):\n{text}" if text else ""
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Graceful shutdown, then terminate, then kill; removes the private folder."""
-        if self.alive:
-            with contextlib.suppress(BackendError):
-                self.client.shutdown()
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.popen.terminate()
-                try:
-                    self.popen.wait(5.0)
-                except subprocess.TimeoutExpired:
-                    self.popen.kill()
-                    self.popen.wait(5.0)
-        else:
-            self.popen.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _child_env(env: dict[str, str] | None) -> dict[str, str]:
-    if env is not None:
-        return dict(env)
-    out = dict(os.environ)
-    # Blender's own Python settings must not leak into another interpreter.
-    for name in ("PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONEXECUTABLE"):
-        out.pop(name, None)
-    out["PYTHONUNBUFFERED"] = "1"
-    return out
-
-
-def start_backend(
-    python_executable: str | os.PathLike | None = None,
-    *,
-    device: str = "auto",
-    host: str = "127.0.0.1",
-    port: int = 0,
-    threads: int = 0,
-    extra_args: Sequence[str] = (),
-    command: Sequence[str] | None = None,
-    env: dict[str, str] | None = None,
-    timeout: float = 120.0,
-    wait_model: bool = False,
-    cwd: str | None = None,
-) -> BackendProcess:
-    """Launch `python -m kirin.kirin_addon.cli serve` (or `command`, e.g. the `kirin` entry point)
-    with a private token file, and wait until it answers (and, with `wait_model`, until its model
-    is loaded). The backend ends itself when this process ends."""
-    folder = Path(tempfile.mkdtemp(prefix="kirin-backend-"))  # 0700
-    token_file, url_file, log_file = folder / "token", folder / "url.json", folder / "backend.log"
-    base = list(command) if command else [str(python_executable or sys.executable), "-m", SERVE_MODULE]
-    args = base + [
-        "serve",
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--token-file",
-        str(token_file),
-        "--url-file",
-        str(url_file),
-        "--device",
-        device,
-        "--parent-pid",
-        str(os.getpid()),
-    ]
-    if threads:
-        args += ["--threads", str(threads)]
-    args += list(extra_args)
-    flags = getattr(subprocess, "CREATE_NO_WINDOW", 0) if os.name == "nt" else 0
-    with open(log_file, "wb") as log:
-        try:
-            popen = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=_child_env(env),
-                cwd=cwd,
-                creationflags=flags,
-            )
-        except OSError as exc:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise BackendError(
-                f"Cannot start the Kirin backend with {base[0]}: {exc.strerror or exc}. "
-                "Set the backend's Python in the add-on preferences."
-            ) from None
-    process = BackendProcess(popen, "", "", folder)
-    deadline = time.monotonic() + timeout
-    try:
-        while not url_file.exists():  # written once the server listens (after the token file)
-            if not process.alive:
-                raise BackendStopped(
-                    f"{STOPPED} while starting ({process.exit_description()}).{process.log_excerpt()}"
-                )
-            if time.monotonic() > deadline:
-                raise BackendError(
-                    f"The Kirin backend did not start within {timeout:.0f} s.{process.log_excerpt()}"
-                )
-            time.sleep(0.05)
-        process.url = json.loads(url_file.read_text())["url"]
-        process.token = token_file.read_text().strip()
-        process.client = BackendClient(process.url, process.token, process=process)
-        health = process.client.health()
-        if health.get("protocol") != PROTOCOL_VERSION:
-            raise BackendError(
-                f"The Kirin backend speaks protocol {health.get('protocol')}; this add-on "
-                f"speaks {PROTOCOL_VERSION}: update one of them."
-            )
-        if wait_model:
-            process.client.wait_ready(max(deadline - time.monotonic(), 1.0))
-    except BaseException:
-        _discard(process)
-        raise
-    return process
-
-
-def _discard(process: BackendProcess) -> None:
-    if process.alive:
-        process.popen.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.popen.wait(5.0)
-    shutil.rmtree(process.folder, ignore_errors=True)
-
-
-# ----------------------------------------------------------------------------- one backend per add-on
-_current: BackendProcess | None = None
-_current_lock = threading.Lock()
-_atexit_registered = False
-
-
-def ensure_backend(
-    python_executable: str | os.PathLike | None = None,
-    *,
-    url: str | None = None,
-    token: str | None = None,
-    token_file: str | os.PathLike | None = None,
-    device: str = "auto",
-    timeout: float = 120.0,
-    **options: Any,
-) -> BackendClient:
-    """A client of a working backend. With `url` (a running backend, maybe a GPU box elsewhere) it
-    only checks that one answers; otherwise it reuses the backend this process started if it is
-    alive and answers, else starts a new one (stopped when this process exits, or by `stop_backend`)."""
-    global _current, _atexit_registered
-    if url:
-        if token is None:
-            if token_file is None:
-                raise BackendError("Connecting to a running Kirin backend needs its token (or token file).")
-            try:
-                token = Path(token_file).read_text().strip()
-            except OSError as exc:
-                raise BackendError(
-                    f"Cannot read the backend token file {token_file}: {exc.strerror}"
-                ) from None
-        client = BackendClient(url, token)
-        client.health()
-        return client
-    key = (str(python_executable or sys.executable), device, tuple(sorted(options.items())))
-    with _current_lock:
-        if _current is not None:
-            if _current.alive and _current.key == key:
-                try:
-                    _current.client.health()
-                    return _current.client
-                except BackendError:
-                    pass
-            _current.stop(timeout=5.0)
-            _current = None
-        _current = start_backend(python_executable, device=device, timeout=timeout, **options)
-        _current.key = key
-        if not _atexit_registered:
-            atexit.register(stop_backend)
-            _atexit_registered = True
-        return _current.client
-
-
-def current_backend() -> BackendProcess | None:
-    return _current
-
-
-def stop_backend() -> None:
-    """Stop the backend this process started (Blender quitting, the add-on unregistering)."""
-    global _current
-    with _current_lock:
-        if _current is not None:
-            _current.stop()
-            _current = None

@@ -20,13 +20,13 @@ import numpy as np
 from ..core.motion import Motion
 from ..core.rig import MAX_JOINTS, Rig
 from ..core.skinning import SkinnedMesh
+from ..generate.request import EMPTY_PROMPT, MAX_FRAMES, MAX_SEED, MAX_VARIANTS, NO_CONDITION, GenerateRequest
 from ..pose.space import JointLimits
 
 PROTOCOL_VERSION = 1
 API = "/v1"  # every endpoint lives under this prefix
-MAX_FRAMES = 2000
-MAX_VARIANTS = 16
 MAX_PROMPT = 2000  # characters
+MAX_IMAGE_BYTES = 64 * 1024 * 1024  # a reference image file sent as its bytes
 MAX_ELEMENTS = 64_000_000  # per array: refuse before allocating anything absurd
 MAX_DIMS = 8
 MAX_MAGNITUDE = 1e12  # larger float values are garbage, and their squares would overflow float32 maths
@@ -164,6 +164,27 @@ def _finite_number(obj: Any, what: str, low: float, high: float) -> float:
     return float(obj)
 
 
+def whole_number(value: Any, what: str, low: int, high: int) -> int:
+    """An integer field of a request in low..high (bools are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ProtocolError(f"{what} must be a whole number from {low} to {high}, got {value!r}.")
+    return value
+
+
+def bounded_number(value: Any, what: str, low: float, high: float, low_inclusive: bool = False) -> float:
+    """A finite number field of a request in (low, high], or [low, high] with `low_inclusive`."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not (low <= value if low_inclusive else low < value)
+        or not value <= high
+    ):
+        bound = "from" if low_inclusive else "above"
+        raise ProtocolError(f"{what} must be a number {bound} {low:g} and at most {high:g}, got {value!r}.")
+    return float(value)
+
+
 # ----------------------------------------------------------------------------- rig, mesh, motion
 def rig_to_json(rig: Rig) -> dict[str, Any]:
     """A rig in armature space; float64 so that the backend measures bone lengths on the same rig."""
@@ -270,47 +291,104 @@ def motion_from_json(obj: Any, joints: int, frames: int | None = None, what: str
 
 
 # ----------------------------------------------------------------------------- generate requests
-def generate_request(
-    rig: Rig,
-    prompt: str | None,
-    *,
-    mesh: SkinnedMesh | None = None,
-    image_path: str | None = None,
-    image_data: bytes | None = None,
-    frames: int = 120,
-    fps: float | None = None,
-    seed: int = 0,
-    variants: int = 1,
-    guidance: float | None = None,
-    keep: Motion | None = None,
-    keep_frames: Sequence[int] | np.ndarray | None = None,
-    loop: bool = False,
-) -> dict[str, Any]:
-    """The JSON body of POST /v1/jobs/generate (see the server's OpenAPI schema for each field).
-    `image_path` is read by the backend (same machine); `image_data` sends the file's bytes (a
-    backend elsewhere)."""
+def generate_to_json(rig: Rig, request: GenerateRequest, mesh: SkinnedMesh | None = None) -> dict[str, Any]:
+    """The JSON body of POST /v1/jobs/generate (see the server's OpenAPI schema for each field): the
+    request on `rig` (and its skinned `mesh`). A reference image given as a path is read by the
+    backend (same machine); as bytes, the file itself travels (a backend elsewhere)."""
     body: dict[str, Any] = {
-        "prompt": prompt,
+        "prompt": request.prompt,
         "rig": rig_to_json(rig),
-        "frames": int(frames),
-        "seed": int(seed),
-        "variants": int(variants),
-        "loop": bool(loop),
+        "frames": int(request.frames),
+        "seed": int(request.seed),
+        "variants": int(request.variants),
+        "loop": bool(request.loop),
     }
-    if fps is not None:
-        body["fps"] = float(fps)
-    if guidance is not None:
-        body["guidance"] = float(guidance)
+    if request.fps is not None:
+        body["fps"] = float(request.fps)
+    if request.guidance is not None:
+        body["guidance"] = float(request.guidance)
     if mesh is not None:
         body["mesh"] = mesh_to_json(mesh)
-    if image_path is not None:
-        body["image_path"] = str(image_path)
-    if image_data is not None:
-        body["image_data"] = base64.b64encode(image_data).decode("ascii")
-    if keep is not None:
-        chosen = range(keep.frame_count) if keep_frames is None else keep_frames
-        body["keep"] = {"motion": motion_to_json(keep, "float64"), "frames": [int(f) for f in chosen]}
+    image = request.image
+    if isinstance(image, bytes):
+        body["image_data"] = base64.b64encode(image).decode("ascii")
+    elif image is not None:
+        if isinstance(image, np.ndarray):
+            raise ProtocolError("The reference image travels as a file (its path or bytes), not as pixels.")
+        body["image_path"] = str(image)
+    if request.keep is not None:
+        body["keep"] = {"motion": motion_to_json(request.keep, "float64"),
+                        "frames": [int(f) for f in request.kept_frames()]}
     return body
+
+
+def generate_from_json(body: dict[str, Any]) -> tuple[Rig, SkinnedMesh | None, GenerateRequest]:
+    """A generate request's JSON body, checked and decoded: the rig, its mesh and the request (the
+    reference image still a path or the file's bytes, the kept frames distinct and sorted);
+    ProtocolError/RigError otherwise. What needs the model (its frame rate) is checked by the backend."""
+    prompt = body.get("prompt")
+    if prompt is not None:
+        if not isinstance(prompt, str):
+            raise ProtocolError("prompt: expected text.")
+        if not prompt.strip():
+            raise ProtocolError(EMPTY_PROMPT)
+        if len(prompt) > MAX_PROMPT:
+            raise ProtocolError(f"The prompt is {len(prompt)} characters long; at most {MAX_PROMPT}.")
+    image = _image_from_json(body.get("image_path"), body.get("image_data"))
+    if prompt is None and image is None:
+        raise ProtocolError(NO_CONDITION)
+    frames = whole_number(body.get("frames", 120), "frames", 1, MAX_FRAMES)
+    variants = whole_number(body.get("variants", 1), "variants", 1, MAX_VARIANTS)
+    seed = whole_number(body.get("seed", 0), "seed", 0, MAX_SEED)
+    fps = body.get("fps")
+    fps = None if fps is None else bounded_number(fps, "fps", 0.0, 1000.0)
+    guidance = body.get("guidance")
+    if guidance is not None:
+        guidance = bounded_number(guidance, "guidance", 0.0, 100.0, low_inclusive=True)
+    rig = rig_from_json(body.get("rig"))
+    mesh = None if body.get("mesh") is None else mesh_from_json(body["mesh"], rig.joint_count)
+    keep, keep_frames = _keep_from_json(body.get("keep"), rig, frames)
+    request = GenerateRequest(prompt, image, frames, fps, seed, variants, guidance, keep, keep_frames,
+                              bool(body.get("loop", False)))
+    return rig, mesh, request
+
+
+def _image_from_json(path: Any, data: Any) -> str | bytes | None:
+    """The reference image of a request: the path on the backend's machine or the file's bytes."""
+    if path is not None and data is not None:
+        raise ProtocolError("Give the reference image as image_path or image_data, not both.")
+    if data is not None:
+        if not isinstance(data, str) or len(data) > MAX_IMAGE_BYTES * 4 // 3 + 4:
+            raise ProtocolError(
+                f"image_data: expected the image file as base64 (at most {MAX_IMAGE_BYTES} bytes)."
+            )
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise ProtocolError("image_data: not valid base64.") from None
+    if path is not None and (not isinstance(path, str) or not path.strip()):
+        raise ProtocolError("image_path: expected a file path.")
+    return path
+
+
+def _keep_from_json(obj: Any, rig: Rig, frames: int) -> tuple[Motion | None, np.ndarray | None]:
+    """Existing keys to honour: a motion on the rig and the distinct frames of it to keep."""
+    if obj is None:
+        return None, None
+    if not isinstance(obj, dict):
+        raise ProtocolError("keep: expected {motion, frames}.")
+    motion = motion_from_json(obj.get("motion"), rig.joint_count, what="keep.motion")
+    indices = obj.get("frames")
+    if (
+        not isinstance(indices, list)
+        or not indices
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices)
+    ):
+        raise ProtocolError("keep.frames: expected a non-empty list of frame indices.")
+    limit = min(motion.frame_count, frames)
+    if min(indices) < 0 or max(indices) >= limit:
+        raise ProtocolError(f"keep.frames: frames to keep must lie in 0..{limit - 1}.")
+    return motion, np.unique(np.array(indices, dtype=np.int64))
 
 
 # ----------------------------------------------------------------------------- binding requests

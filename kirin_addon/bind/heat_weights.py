@@ -13,7 +13,7 @@ benchmark c = 2 or 3 gave the lowest error, 1 and 8 about 3 % more.
 
 Where Blender's fails (whole parts left unweighted, "Bone Heat Weighting: failed to find solution"):
 
-- seams: imported meshes are split at UV and normal seams; they are welded first (`weight_transfer.weld`),
+- seams: imported meshes are split at UV and normal seams; they are welded first (`mesh_geometry.weld`),
   so the heat diffuses across them and duplicates get identical weights;
 - pieces no bone "sees" (eyes, a detached accessory, a far piece, an inside-out shell): every
   connected piece gets heat; a piece where no vertex has a visible bone ignores visibility (each
@@ -59,7 +59,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .weight_transfer import WELD_TOLERANCE, _finish, _pieces, cotangent_laplacian, vertex_normals, weld
+from .mesh_geometry import WELD_TOLERANCE, cotangent_laplacian, mesh_pieces, vertex_normals, weld
+from .skin_weights import finish_weights
 
 _CHUNK = 8192  # vertices per distance block: bounds the (chunk, J) temporaries
 _TIE = 1e-4  # bones within (1 + _TIE) × the nearest distance share a vertex's heat
@@ -239,6 +240,61 @@ def heat_weights(vertices: np.ndarray, triangles: np.ndarray, heads: np.ndarray,
         seconds[stage] = now - started
         started = now
 
+    vertices, triangles, heads, tails, bones = _checked(vertices, triangles, heads, tails, bones)
+    joints = len(heads)
+    use_prior = prior is not None and config.prior_weight > 0
+    if prior is not None:
+        prior = np.asarray(prior, dtype=np.float64)
+        if prior.shape != (len(vertices), joints) or not np.isfinite(prior).all():
+            raise ValueError(f"prior must be ({len(vertices)}, {joints}) finite weights, got {prior.shape}.")
+
+    # Unit diagonal, centred: λ and the distances mean the same on any mesh, matrix products stay exact.
+    low, high = vertices.min(axis=0), vertices.max(axis=0)
+    diagonal = float(np.linalg.norm(high - low)) or 1.0
+    centre = 0.5 * (low + high)
+    scaled = (vertices - centre) / diagonal
+    unique, welded, inverse = weld(scaled, triangles, WELD_TOLERANCE)
+    labels = mesh_pieces(welded, len(unique))
+    normals = _outward_normals(unique, welded, labels)
+    lap("weld")
+    active = np.flatnonzero(bones)
+    sources = [(ends[active] - centre) / diagonal for ends in (heads, tails)]
+    heat, split, heated, blind, nearest = _heat_sources(unique, normals, labels, *sources, config)
+    lap("heat")
+    laplacian, mass = cotangent_laplacian(unique, welded)
+    m = mass.diagonal()
+    coupling = m * heat
+    diagonal_terms = coupling.copy()
+    pull = target = None
+    if use_prior:
+        target = _welded_prior(prior[:, active], inverse, len(unique))
+        pull = config.prior_weight * m
+        diagonal_terms += pull
+    system = (-laplacian + sp.diags(diagonal_terms)).tocsr()
+    lap("assemble")
+    solution = _solve_pieces(system, coupling, split, labels, pull, target)
+    lap("solve")
+    if config.min_weight > 0:
+        solution[solution < config.min_weight] = 0.0
+    dense = np.zeros((len(unique), joints), dtype=np.float32)
+    dense[:, active] = finish_weights(solution, config.max_influences)
+    empty = ~(dense.sum(axis=1) > 0)
+    if np.any(empty):  # a degenerate row: its nearest bone
+        dense[empty, active[nearest[empty]]] = 1.0
+    weights = dense[inverse]
+    lap("finish")
+    stats = {"vertices": int(len(vertices)), "welded_vertices": int(len(vertices) - len(unique)),
+             "bones": int(active.size), "pieces": int(labels.max(initial=-1) + 1),
+             "blind_pieces": int(np.unique(labels[blind]).size), "heated": int(heated[inverse].sum()),
+             "rescued": int(empty.sum()), "prior_weight": float(config.prior_weight) if use_prior else 0.0,
+             "diagonal": diagonal, "seconds": dict(seconds, total=sum(seconds.values()))}
+    return HeatResult(weights, heated[inverse], blind[inverse], stats)
+
+
+
+def _checked(vertices, triangles, heads, tails, bones) -> tuple[np.ndarray, ...]:
+    """The mesh (vertices, triangles) and the segments (heads, tails, deforming flags) as arrays;
+    ValueError for bad shapes, non-finite coordinates, bad indices or no deforming bone."""
     vertices = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
     triangles = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
     heads = np.asarray(heads, dtype=np.float64).reshape(-1, 3)
@@ -257,58 +313,17 @@ def heat_weights(vertices: np.ndarray, triangles: np.ndarray, heads: np.ndarray,
         raise ValueError("The mesh or the skeleton has NaN or infinite coordinates.")
     if triangles.size and (triangles.min() < 0 or triangles.max() >= len(vertices)):
         raise ValueError(f"A triangle index is outside 0..{len(vertices) - 1}.")
-    use_prior = prior is not None and config.prior_weight > 0
-    if prior is not None:
-        prior = np.asarray(prior, dtype=np.float64)
-        if prior.shape != (len(vertices), joints) or not np.isfinite(prior).all():
-            raise ValueError(f"prior must be ({len(vertices)}, {joints}) finite weights, got {prior.shape}.")
+    return vertices, triangles, heads, tails, bones
 
-    # Unit diagonal, centred: λ and the distances mean the same on any mesh, matrix products stay exact.
-    low, high = vertices.min(axis=0), vertices.max(axis=0)
-    diagonal = float(np.linalg.norm(high - low)) or 1.0
-    centre = 0.5 * (low + high)
-    scaled = (vertices - centre) / diagonal
-    unique, welded, inverse = weld(scaled, triangles, WELD_TOLERANCE)
-    labels = _pieces(welded, len(unique))
-    normals = _outward_normals(unique, welded, labels)
-    lap("weld")
-    active = np.flatnonzero(bones)
-    sources = [(ends[active] - centre) / diagonal for ends in (heads, tails)]
-    heat, split, heated, blind, nearest = _heat_sources(unique, normals, labels, *sources, config)
-    lap("heat")
-    laplacian, mass = cotangent_laplacian(unique, welded)
-    m = mass.diagonal()
-    coupling = m * heat
-    diagonal_terms = coupling.copy()
-    pull = target = None
-    if use_prior:  # the prior on the welded vertices: the mean of each one's duplicates, rows normalised
-        counts = np.bincount(inverse, minlength=len(unique)).astype(np.float64)
-        gather = sp.csr_matrix((1.0 / counts[inverse], (inverse, np.arange(len(inverse)))),
-                               shape=(len(unique), len(inverse)))
-        target = np.clip(gather @ prior[:, active], 0.0, None)
-        total = target.sum(axis=1, keepdims=True)
-        target = np.divide(target, total, out=np.zeros_like(target), where=total > 0)
-        pull = config.prior_weight * m
-        diagonal_terms += pull
-    system = (-laplacian + sp.diags(diagonal_terms)).tocsr()
-    lap("assemble")
-    solution = _solve_pieces(system, coupling, split, labels, pull, target)
-    lap("solve")
-    if config.min_weight > 0:
-        solution[solution < config.min_weight] = 0.0
-    dense = np.zeros((len(unique), joints), dtype=np.float32)
-    dense[:, active] = _finish(solution, config.max_influences)
-    empty = ~(dense.sum(axis=1) > 0)
-    if np.any(empty):  # a degenerate row: its nearest bone
-        dense[empty, active[nearest[empty]]] = 1.0
-    weights = dense[inverse]
-    lap("finish")
-    stats = {"vertices": int(len(vertices)), "welded_vertices": int(len(vertices) - len(unique)),
-             "bones": int(active.size), "pieces": int(labels.max(initial=-1) + 1),
-             "blind_pieces": int(np.unique(labels[blind]).size), "heated": int(heated[inverse].sum()),
-             "rescued": int(empty.sum()), "prior_weight": float(config.prior_weight) if use_prior else 0.0,
-             "diagonal": diagonal, "seconds": dict(seconds, total=sum(seconds.values()))}
-    return HeatResult(weights, heated[inverse], blind[inverse], stats)
+
+def _welded_prior(prior: np.ndarray, inverse: np.ndarray, count: int) -> np.ndarray:
+    """The prior (V, J) on the `count` welded vertices: the mean of each one's duplicates, rows normalised."""
+    counts = np.bincount(inverse, minlength=count).astype(np.float64)
+    gather = sp.csr_matrix((1.0 / counts[inverse], (inverse, np.arange(len(inverse)))),
+                           shape=(count, len(inverse)))
+    target = np.clip(gather @ prior, 0.0, None)
+    total = target.sum(axis=1, keepdims=True)
+    return np.divide(target, total, out=np.zeros_like(target), where=total > 0)
 
 
 def rig_heat_weights(vertices: np.ndarray, triangles: np.ndarray, rig, prior: np.ndarray | None = None,

@@ -29,7 +29,8 @@ from scipy.spatial import cKDTree
 
 from ..core.creature import FAMILIES, Creature
 from ..core.rig import Rig
-from ..library.families import build_creature
+from ..core.rotations import rotation_angle
+from ..library.families.build import build_creature
 
 TEMPLATE_NAMING = "unreal"
 MIN_VERTICES = 8
@@ -281,11 +282,6 @@ def _turns(angle: float) -> list[np.ndarray]:
             m[i, j], m[j, i] = -sign * s, sign * s
             out.append(m)
     return out
-
-
-def rotation_angle(a: np.ndarray, b: np.ndarray) -> float:
-    """Angle (radians) of the rotation taking a to b."""
-    return float(np.arccos(np.clip(0.5 * (np.trace(a.T @ b) - 1.0), -1.0, 1.0)))
 
 
 def initial_alignments(target_points: np.ndarray, template_points: np.ndarray, iterations: int = 10,

@@ -16,7 +16,8 @@ def cache(args: argparse.Namespace) -> int:
     import torch
 
     from ...models.data.cache import build_cache
-    from ...models.encoders import load_image_encoder, load_text_encoder
+    from ...models.encoders.image import load_image_encoder
+    from ...models.encoders.text import load_text_encoder
 
     # One thread: on a busy 2-core machine, two torch threads make the text encoder 10-30x slower.
     torch.set_num_threads(args.threads)
@@ -65,15 +66,32 @@ def apply_overrides(config, items: list[str] | None) -> None:
         setattr(target, last, parsed)
 
 
+def take_given(config, args: argparse.Namespace, names: tuple[str, ...]) -> None:
+    """Set the config fields `names` from the command-line arguments of those names that were given."""
+    for name in names:
+        value = getattr(args, name, None)
+        if value is not None:
+            setattr(config, name, value)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, set_example: str = "model.width=96",
+                      batch: bool = False) -> None:
+    """--steps (--batch) --max-seconds --threads --set --quiet: the options every training command has."""
+    parser.add_argument("--steps", type=int)
+    if batch:
+        parser.add_argument("--batch", type=int)
+    parser.add_argument("--max-seconds", type=float, dest="max_seconds")
+    parser.add_argument("--threads", type=int)
+    parser.add_argument("--set", action="append", help=f"override a config key: --set {set_example}")
+    parser.add_argument("--quiet", action="store_true")
+
+
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The config file (if any), then --data/--out/--steps, then `--set key=value`."""
     config = load_config(args.config) if args.config else TrainConfig()
     if args.data:
         config.data = list(args.data)
-    for name in ("out", "steps", "max_seconds", "threads"):
-        value = getattr(args, name, None)
-        if value is not None:
-            setattr(config, name, value)
+    take_given(config, args, ("out", "steps", "max_seconds", "threads"))
     apply_overrides(config, args.set)
     return config
 
@@ -105,13 +123,15 @@ def eval_train(args: argparse.Namespace) -> int:
     from ...models.eval.evaluator import EvaluatorTrainConfig, train_evaluator
 
     config = EvaluatorTrainConfig(data=list(args.data), out=args.out, export=args.export or "")
-    for name in ("steps", "max_seconds", "threads", "batch"):
-        value = getattr(args, name, None)
-        if value is not None:
-            setattr(config, name, value)
+    take_given(config, args, ("steps", "max_seconds", "threads", "batch"))
     apply_overrides(config, args.set)
     print(json.dumps(train_evaluator(config, progress=not args.quiet), indent=2))
     return 0
+
+
+# The EvalConfig fields `kirin eval` takes as given, from its arguments of the same names.
+EVAL_AS_GIVEN = ("cache", "split", "samples", "steps", "guidance", "mm_prompts", "mm_repeats", "smooth",
+                 "backend", "seed", "threads", "strength")
 
 
 def evaluate(args: argparse.Namespace) -> int:
@@ -120,22 +140,11 @@ def evaluate(args: argparse.Namespace) -> int:
 
     config = EvalConfig(
         model=args.model or "",
-        cache=args.cache,
-        split=args.split,
-        samples=args.samples,
-        steps=args.steps,
-        guidance=args.guidance,
-        mm_prompts=args.mm_prompts,
-        mm_repeats=args.mm_repeats,
         rows=tuple(args.rows) if args.rows else ROWS if args.model else REFERENCE_ROWS,
         clean=not args.no_clean,
         skin=not args.no_skin,
-        smooth=args.smooth,
-        backend=args.backend,
-        seed=args.seed,
-        threads=args.threads,
         bank=args.bank or "",
-        strength=args.strength,
+        **{name: getattr(args, name) for name in EVAL_AS_GIVEN},
     )
     if args.evaluator:
         config.evaluator = args.evaluator
@@ -174,8 +183,7 @@ def bank_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub, data_sub) -> None:
-    """Register the torch-side subcommands on the `kirin` parser (arguments only; nothing imported)."""
+def _add_cache_parser(data_sub: argparse._SubParsersAction) -> None:
     c = data_sub.add_parser("cache", help="features of clip folders for training (needs torch)")
     c.add_argument("sources", nargs="+", help="clip folders from `kirin data build` / `kirin data ingest`")
     c.add_argument("--out", required=True)
@@ -185,15 +193,15 @@ def add_parsers(sub, data_sub) -> None:
     c.add_argument("--threads", type=int, default=1, help="torch threads for the encoders")
     c.add_argument("--quiet", action="store_true")
     c.set_defaults(func=cache)
+
+
+def _add_training_parsers(sub: argparse._SubParsersAction) -> None:
+    """`train` (the motion model), `export` (its ONNX) and `eval-train` (the text-motion evaluator)."""
     t = sub.add_parser("train", help="train the motion model (resumes; torchrun for several processes)")
     t.add_argument("--config", help="JSON TrainConfig (models/config.py)")
     t.add_argument("--data", nargs="*", help="feature caches")
     t.add_argument("--out")
-    t.add_argument("--steps", type=int)
-    t.add_argument("--max-seconds", type=float, dest="max_seconds")
-    t.add_argument("--threads", type=int)
-    t.add_argument("--set", action="append", help="override a config key: --set model.width=96")
-    t.add_argument("--quiet", action="store_true")
+    add_run_arguments(t)
     t.set_defaults(func=train)
     e = sub.add_parser("export", help="export a trained denoiser to ONNX")
     e.add_argument("--model", required=True, help="folder with denoiser.safetensors and model.json")
@@ -204,13 +212,11 @@ def add_parsers(sub, data_sub) -> None:
     v.add_argument("--data", nargs="+", required=True, help="feature caches (train split)")
     v.add_argument("--out", default="runs/evaluator", help="checkpoint, log, weights and card")
     v.add_argument("--export", help="also write the final weights + card here, e.g. models/weights/evaluator")
-    v.add_argument("--steps", type=int)
-    v.add_argument("--batch", type=int)
-    v.add_argument("--max-seconds", type=float, dest="max_seconds")
-    v.add_argument("--threads", type=int)
-    v.add_argument("--set", action="append", help="override a config key: --set lr=5e-4 or model.width=96")
-    v.add_argument("--quiet", action="store_true")
+    add_run_arguments(v, set_example="lr=5e-4 or model.width=96", batch=True)
     v.set_defaults(func=eval_train)
+
+
+def _add_bank_parser(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bank", help="the library Generate Motion retrieves from").add_subparsers(
         dest="bank_command", required=True
     )
@@ -222,6 +228,10 @@ def add_parsers(sub, data_sub) -> None:
     bb.add_argument("--threads", type=int, default=1, help="torch threads for the encoders")
     bb.add_argument("--quiet", action="store_true")
     bb.set_defaults(func=bank_build)
+
+
+def _add_evaluation_parsers(sub: argparse._SubParsersAction) -> None:
+    """`bounds` (a model's per-clip metric bounds) and `eval` (the evaluation table)."""
     d = sub.add_parser("bounds", help="per-clip metric bounds of a model, from the library's own clips")
     d.add_argument("--cache", required=True, help="feature cache whose clips set the bounds")
     d.add_argument("--model", help="motion model folder: its model.json gets the bounds")
@@ -253,3 +263,13 @@ def add_parsers(sub, data_sub) -> None:
     r.add_argument("--json", help="write the report here")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=evaluate)
+
+
+def add_parsers(sub: argparse._SubParsersAction, data_sub: argparse._SubParsersAction) -> None:
+    """Register the torch-side subcommands on the `kirin` parser (arguments only; nothing imported):
+    `data cache`, then `train`, `export`, `eval-train`, `bank`, `bounds`, `eval` (as `kirin --help`
+    lists them)."""
+    _add_cache_parser(data_sub)
+    _add_training_parsers(sub)
+    _add_bank_parser(sub)
+    _add_evaluation_parsers(sub)

@@ -8,6 +8,8 @@ import shutil
 import time
 from pathlib import Path
 
+from .model_commands import add_run_arguments, apply_overrides, take_given
+
 
 def bank(args: argparse.Namespace) -> int:
     from ...models.data.cache import FeatureCache
@@ -30,13 +32,9 @@ def bank(args: argparse.Namespace) -> int:
 def train(args: argparse.Namespace) -> int:
     from ...models.config import PoseTrainConfig, load_config
     from ...models.pose.train import train_pose_prior
-    from .model_commands import apply_overrides
 
     config = load_config(args.config, PoseTrainConfig) if args.config else PoseTrainConfig()
-    for name in ("data", "out", "steps", "max_seconds", "threads"):
-        value = getattr(args, name)
-        if value is not None:
-            setattr(config, name, value)
+    take_given(config, args, ("data", "out", "steps", "max_seconds", "threads"))
     apply_overrides(config, args.set)
     if not config.data:
         raise ValueError("Give the feature cache the bank was built from (--data)")
@@ -75,7 +73,8 @@ def export(args: argparse.Namespace) -> int:
     return 0 if difference < 1e-3 else 1
 
 
-def add_parsers(sub) -> None:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Register `pose bank`, `pose train` and `pose export`."""
     pose = sub.add_parser("pose", help="the pose prior (Pose Space): data, training, export").add_subparsers(
         dest="pose_command", required=True
     )
@@ -90,11 +89,7 @@ def add_parsers(sub) -> None:
     t.add_argument("--data", nargs="*", help="the feature cache the bank was built from")
     t.add_argument("--config", help="JSON PoseTrainConfig (models/config.py)")
     t.add_argument("--out")
-    t.add_argument("--steps", type=int)
-    t.add_argument("--max-seconds", type=float, dest="max_seconds")
-    t.add_argument("--threads", type=int)
-    t.add_argument("--set", action="append", help="override a config key: --set model.width=96")
-    t.add_argument("--quiet", action="store_true")
+    add_run_arguments(t)
     t.set_defaults(func=train)
     e = pose.add_parser("export", help="weights folder → a shipped model folder with ONNX")
     e.add_argument("--weights", required=True, help="e.g. runs/pose/weights")

@@ -94,8 +94,13 @@ class Motion:
             return Motion(fps, self.root_positions.copy(), self.rotations.copy(),
                           None if self.translations is None else self.translations.copy())
         times = np.arange(0.0, self.duration + 1e-9, 1.0 / fps) * self.fps
-        lo = np.minimum(np.floor(times).astype(np.int64), self.frame_count - 2)
-        frac = times - lo
+        return self.at_frames(times, fps)
+
+    def at_frames(self, positions: np.ndarray, fps: float) -> Motion:
+        """The motion at fractional frames `positions` (within 0 … frame_count − 1; at least two
+        frames), as a motion at `fps`: slerp for rotations, linear for the root and local moves."""
+        lo = np.minimum(np.floor(positions).astype(np.int64), self.frame_count - 2)
+        frac = positions - lo
         weights = np.repeat(frac[:, None], self.joint_count, 1)
         rot = quat_slerp(self.rotations[lo], self.rotations[lo + 1], weights)
         root = self.root_positions[lo] * (1 - frac[:, None]) + self.root_positions[lo + 1] * frac[:, None]
@@ -104,6 +109,15 @@ class Motion:
             f = frac[:, None, None]
             moved = self.translations[lo] * (1 - f) + self.translations[lo + 1] * f
         return Motion(fps, root, rot, moved)
+
+    def transformed(self, matrix: np.ndarray) -> Motion:
+        """The motion of the rig moved by the similarity `matrix` (rotation × uniform scale +
+        translation, as `Rig.transformed`): the root path moved, local moves scaled, local rotations
+        unchanged."""
+        scale = float(np.cbrt(np.linalg.det(matrix[:3, :3])))
+        root = self.root_positions @ matrix[:3, :3].T + matrix[:3, 3]
+        moved = None if self.translations is None else self.translations * scale
+        return Motion(self.fps, root, self.rotations, moved)
 
     def sliced(self, start: int, stop: int) -> Motion:
         moved = None if self.translations is None else self.translations[start:stop].copy()

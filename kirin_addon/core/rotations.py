@@ -246,6 +246,11 @@ def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return quat_normalize(q)
 
 
+
+def rotation_angle(a: np.ndarray, b: np.ndarray) -> float:
+    """Angle (radians) of the rotation taking rotation matrix a (3,3) to b."""
+    return float(np.arccos(np.clip(0.5 * (np.trace(a.T @ b) - 1.0), -1.0, 1.0)))
+
 def compose(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
     """4x4 transforms from rotation matrices (...,3,3) and translations (...,3)."""
     rotation = np.asarray(rotation, dtype=np.float64)
@@ -302,11 +307,15 @@ def rotvec_to_matrix(rotvec: np.ndarray) -> np.ndarray:
 def swing_twist_angles(rotation: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Swing and signed twist angles (radians) of rotations (…,3,3) about unit `axis` (…,3): the
     twist turns about the axis, the swing tilts it (swing · twist = rotation)."""
-    q = matrix_to_quat(rotation)
     axis = np.asarray(axis, dtype=np.float64)
-    along = np.sum(q[..., 1:] * axis, axis=-1)
-    twist = 2.0 * np.arctan2(along, q[..., 0])
-    twist = (twist + np.pi) % (2.0 * np.pi) - np.pi
+    twist = twist_angle(matrix_to_quat(rotation), axis)
     turned = np.einsum("...ab,...b->...a", rotation, axis)
     swing = np.arccos(np.clip(np.sum(turned * axis, axis=-1), -1.0, 1.0))
     return swing, twist
+
+
+def twist_angle(q: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """Signed twist angle (radians, in [−π, π)) of unit quaternions (…,4) about unit `axis` (…,3)."""
+    along = np.sum(q[..., 1:] * axis, axis=-1)
+    twist = 2.0 * np.arctan2(along, q[..., 0])
+    return (twist + np.pi) % (2.0 * np.pi) - np.pi

@@ -7,14 +7,14 @@ Conventions for every function:
 - `positions` are (T,J,3) joint head positions in metres (armature space of the rig, canonical
   frame: +Z up). Functions take positions rather than (rig, motion) so that any source works
   (forward kinematics, generated joint positions, mesh vertices); `positions_of` turns a rig and a
-  Motion into them, and `evaluate_motion` does everything from a rig and a Motion.
+  Motion into them, and `report.evaluate_motion` does everything from a rig and a Motion.
 - `up` is the up axis (default +Z, normalised here). *Height* is the component along `up`;
   *horizontal* is the component perpendicular to it.
 - *Body size* is `Rig.body_size` (largest side of the rest bounding box) when a rig is at hand,
   else `estimate_body_size(positions)`. Defaults are given in body sizes so that they suit a mouse
   and a dragon alike; "relative" (`*_rel`) values are divided by it.
 - "Per frame" quantities are between consecutive frames; multiply by fps for per second.
-- Values that cannot be measured (too few frames, nothing finite) are NaN; `MotionReport.as_dict`
+- Values that cannot be measured (too few frames, nothing finite) are NaN; `report.MotionReport.as_dict`
   writes them as null.
 
 numpy only: this runs inside Blender, which has no scipy.
@@ -22,15 +22,13 @@ numpy only: this runs inside Blender, which has no scipy.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.motion import Motion, forward_kinematics, joint_positions
+from ..core.motion import Motion, joint_positions
 from ..core.rig import Rig
-from ..core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices
 
 Z_UP = np.array([0.0, 0.0, 1.0])
 
@@ -73,24 +71,27 @@ def positions_of(rig: Rig, motion: Motion) -> np.ndarray:
         return joint_positions(rig, motion)
 
 
-def _positions(positions: np.ndarray) -> np.ndarray:
+def as_positions(positions: np.ndarray) -> np.ndarray:
+    """(T,J,3) float64 positions; ValueError for any other shape."""
     positions = np.asarray(positions, dtype=np.float64)
     if positions.ndim != 3 or positions.shape[-1] != 3:
         raise ValueError(f"positions must be (frames, joints, 3), got {positions.shape}")
     return positions
 
 
-def _source(rig: Rig, source: Motion | np.ndarray, fps: float | None = None) -> tuple[np.ndarray, float]:
+def positions_and_fps(rig: Rig, source: Motion | np.ndarray,
+                      fps: float | None = None) -> tuple[np.ndarray, float]:
     """Positions and fps from a Motion or a (T,J,3) array (whose fps must be given)."""
     if isinstance(source, Motion):
         return positions_of(rig, source), float(source.fps)
-    positions = _positions(source)
+    positions = as_positions(source)
     if positions.shape[1] != rig.joint_count:
         raise ValueError(f"positions have {positions.shape[1]} joints but the rig has {rig.joint_count}")
     return positions, float(fps) if fps is not None else float("nan")
 
 
-def _finite_min(values: np.ndarray) -> float:
+def finite_min(values: np.ndarray) -> float:
+    """The smallest finite value, NaN when there is none."""
     finite = values[np.isfinite(values)]
     return float(finite.min()) if finite.size else float("nan")
 
@@ -115,7 +116,7 @@ def estimate_body_size(positions: np.ndarray) -> float:
     Close to `Rig.body_size` (which also counts bone tails, so is slightly larger). NaN when no
     frame is finite.
     """
-    positions = _positions(positions)
+    positions = as_positions(positions)
     finite = np.all(np.isfinite(positions), axis=(1, 2))
     if not np.any(finite):
         return float("nan")
@@ -168,6 +169,17 @@ def _hysteresis(enter: np.ndarray, stay: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- contacts
+@dataclass(frozen=True)
+class Ground:
+    """What a clip's feet are measured against: the up axis (None: +Z), the floor's height along it
+    (a scalar, or one per foot; None: the lowest finite foot height of the clip, see `foot_heights`)
+    and the body size that scales the defaults (None: `estimate_body_size` of the positions)."""
+
+    up: Sequence[float] | np.ndarray | None = None
+    floor: float | np.ndarray | None = None
+    body_size: float | None = None
+
+
 def foot_heights(positions: np.ndarray, feet: Sequence[int] | np.ndarray, *,
                  up: Sequence[float] | np.ndarray | None = None,
                  floor: float | np.ndarray | None = None) -> np.ndarray:
@@ -176,10 +188,10 @@ def foot_heights(positions: np.ndarray, feet: Sequence[int] | np.ndarray, *,
     The ground is `floor` (a height along `up`; a scalar, or one per foot for feet whose joints sit
     at different heights when standing), else the lowest finite foot height over the clip.
     """
-    positions = _positions(positions)
+    positions = as_positions(positions)
     feet = np.asarray(feet, dtype=np.int64).reshape(-1)
     height, _ = split_height(positions[:, feet], up)
-    ground = _finite_min(height) if floor is None else np.asarray(floor, dtype=np.float64)
+    ground = finite_min(height) if floor is None else np.asarray(floor, dtype=np.float64)
     return height - ground
 
 
@@ -206,31 +218,30 @@ def foot_contacts(
     height_threshold: float | None = None,
     speed_threshold: float | None = None,
     *,
-    up: Sequence[float] | np.ndarray | None = None,
-    floor: float | np.ndarray | None = None,
-    body_size: float | None = None,
+    ground: Ground | None = None,
     release: float = CONTACT_RELEASE,
     min_duration: float = CONTACT_MIN_DURATION,
 ) -> np.ndarray:
     """(T,F) bool: foot f is on the ground at frame t.
 
-    A contact starts when the foot is below `height_threshold` metres above the ground (see
-    `foot_heights`; default CONTACT_HEIGHT body sizes) and its horizontal speed is below
+    A contact starts when the foot is below `height_threshold` metres above the `ground` (see
+    `Ground`, `foot_heights`; default CONTACT_HEIGHT body sizes) and its horizontal speed is below
     `speed_threshold` m/s (default CONTACT_SPEED body sizes per second; pass `inf` to ignore speed).
     Speed is the smaller of the backward and forward frame differences. Hysteresis: the contact
     lasts until height or speed exceeds `release` times its threshold. Then gaps between contacts
     shorter than `min_duration` seconds are filled, and contacts shorter than it are dropped.
     """
-    positions = _positions(positions)
+    positions = as_positions(positions)
     feet = np.asarray(feet, dtype=np.int64).reshape(-1)
+    ground = ground or Ground()
     count = positions.shape[0]
     if feet.size == 0 or count == 0:
         return np.zeros((count, feet.size), dtype=bool)
-    size = _body_size(positions, body_size)
+    size = _body_size(positions, ground.body_size)
     max_height = CONTACT_HEIGHT * size if height_threshold is None else float(height_threshold)
     max_speed = CONTACT_SPEED * size if speed_threshold is None else float(speed_threshold)
-    height = foot_heights(positions, feet, up=up, floor=floor)
-    speed = _stationary_speed(positions[:, feet], fps, up)
+    height = foot_heights(positions, feet, up=ground.up, floor=ground.floor)
+    speed = _stationary_speed(positions[:, feet], fps, ground.up)
     with np.errstate(invalid="ignore"):
         enter = (height < max_height) & (speed < max_speed)
         stay = (height < release * max_height) & (speed < release * max_speed)
@@ -264,24 +275,24 @@ def foot_skating(
     fps: float,
     contacts: np.ndarray | None = None,
     *,
-    up: Sequence[float] | np.ndarray | None = None,
-    floor: float | np.ndarray | None = None,
-    body_size: float | None = None,
+    ground: Ground | None = None,
     height_threshold: float | None = None,
     skate_speed: float | None = None,
 ) -> SkatingStats:
     """Foot skating: how far feet slide horizontally per frame while in contact.
 
-    `contacts` (T,F) default to height alone: foot height (see `foot_heights`) below
+    `contacts` (T,F) default to height alone: foot height above the `ground` (see `foot_heights`) below
     `height_threshold` H (default CONTACT_HEIGHT body sizes). Speed is left out on purpose: a
     skating foot is fast, so speed-gated contacts would hide exactly what is measured here.
     `weighted` is the height-weighted skate of the literature, weight 2 - 2^(h/H) with h the mean
     foot height of the step: full weight on the ground, none at H. `ratio` counts steps faster than
     `skate_speed` m/s (default SKATE_SPEED body sizes per second).
     """
-    positions = _positions(positions)
+    positions = as_positions(positions)
     feet = np.asarray(feet, dtype=np.int64).reshape(-1)
-    size = _body_size(positions, body_size)
+    ground = ground or Ground()
+    up, floor = ground.up, ground.floor
+    size = _body_size(positions, ground.body_size)
     limit = CONTACT_HEIGHT * size if height_threshold is None else float(height_threshold)
     fast = SKATE_SPEED * size if skate_speed is None else float(skate_speed)
     height = foot_heights(positions, feet, up=up, floor=floor)
@@ -339,7 +350,7 @@ def ground_penetration(
     `floor` is the ground height along `up` (canonical frame: z = 0). `body_size` defaults to the
     estimate from the points. Non-finite points are ignored.
     """
-    points = _positions(points)
+    points = as_positions(points)
     size = _body_size(points, body_size)
     height, _ = split_height(points, up)
     height = np.where(np.isfinite(height), height, np.inf)
@@ -366,7 +377,7 @@ class JitterStats:
 def jitter(positions: np.ndarray, fps: float, *, body_size: float | None = None,
            joints: Sequence[int] | np.ndarray | None = None) -> JitterStats:
     """Jitter of (T,J,3) positions (all joints, or `joints`). NaN with fewer than 4 frames."""
-    positions = _positions(positions)
+    positions = as_positions(positions)
     size = _body_size(positions, body_size)
     if joints is not None:
         positions = positions[:, np.asarray(joints, dtype=np.int64)]
@@ -386,7 +397,7 @@ def bone_length_errors(positions: np.ndarray, parents: Sequence[int] | np.ndarra
     L is the head-to-head distance |head_child - head_parent|; bones whose rest distance is zero
     (a child whose head sits on its parent's head) have no relative error and are left out.
     """
-    positions = _positions(positions)
+    positions = as_positions(positions)
     parents = np.asarray(parents, dtype=np.int64)
     rest_heads = np.asarray(rest_heads, dtype=np.float64)
     child = np.flatnonzero(parents >= 0)
@@ -409,7 +420,7 @@ class BoneLengthStats:
 
 def bone_length_error(rig: Rig, source: Motion | np.ndarray) -> BoneLengthStats:
     """Bone-length error of a Motion (0 up to rounding: FK is rigid) or of (T,J,3) positions."""
-    positions, _ = _source(rig, source, 1.0)
+    positions, _ = positions_and_fps(rig, source, 1.0)
     errors, child = bone_length_errors(positions, rig.parents, rig.heads)
     if errors.size == 0:
         return BoneLengthStats(0.0, 0.0, "")
@@ -506,7 +517,7 @@ def stride_lengths(positions: np.ndarray, feet: Sequence[int] | np.ndarray, cont
 
     A footprint is the mean horizontal position of the foot over one contact.
     """
-    positions = _positions(positions)
+    positions = as_positions(positions)
     feet = np.asarray(feet, dtype=np.int64).reshape(-1)
     _, horizontal = split_height(positions[:, feet], up)
     out: list[float] = []
@@ -536,24 +547,24 @@ def gait_stats(
     fps: float,
     contacts: np.ndarray | None = None,
     *,
-    up: Sequence[float] | np.ndarray | None = None,
-    floor: float | np.ndarray | None = None,
-    body_size: float | None = None,
+    ground: Ground | None = None,
     leg_length: float | None = None,
     root: int | None = None,
 ) -> GaitStats:
     """Stride frequency, duty factor and stride length of a clip.
 
-    The frequency comes from the contact flags (`foot_contacts` when not given); where no foot
+    The frequency comes from the contact flags (`foot_contacts` on the `ground` when not given); where no foot
     both touches and leaves the ground, from the feet's vertical motion instead. Stride length is
     the median footprint spacing (`stride_lengths`); with fewer than two contacts of any foot, the
     root's horizontal path length per second divided by the frequency (`root` joint, else the
     centroid of all joints).
     """
-    positions = _positions(positions)
+    positions = as_positions(positions)
     feet = np.asarray(feet, dtype=np.int64).reshape(-1)
+    ground = ground or Ground()
+    up = ground.up
     if contacts is None:
-        contacts = foot_contacts(positions, feet, fps, up=up, floor=floor, body_size=body_size)
+        contacts = foot_contacts(positions, feet, fps, ground=ground)
     contacts = np.asarray(contacts, dtype=bool)
     varies = contacts.shape[0] > 0 and bool(np.any(contacts.any(axis=0) & ~contacts.all(axis=0)))
     source = "none"
@@ -595,7 +606,7 @@ def is_static_clip(positions: np.ndarray, threshold: float = STATIC_DISPLACEMENT
     bounding box (all joints, all frames) in at least `fraction` of the frame steps. A clip of one
     frame is static; one with non-finite values is not.
     """
-    positions = _positions(positions)
+    positions = as_positions(positions)
     if positions.shape[0] < 2:
         return True
     if not np.all(np.isfinite(positions)):
@@ -641,7 +652,7 @@ def broken_reasons(
             return reasons + [f"motion has {source.joint_count} joints, rig has {rig.joint_count}"]
         if not (np.all(np.isfinite(source.rotations)) and np.all(np.isfinite(source.root_positions))):
             reasons.append("non-finite values in the motion")
-    positions, _ = _source(rig, source, 1.0)
+    positions, _ = positions_and_fps(rig, source, 1.0)
     finite = np.isfinite(positions)
     if not np.all(finite):
         reasons.append("non-finite joint positions")
@@ -664,116 +675,3 @@ def broken_reasons(
 def is_broken_clip(rig: Rig, source: Motion | np.ndarray, **limits: float) -> bool:
     """True when `broken_reasons` finds anything (same keyword limits)."""
     return bool(broken_reasons(rig, source, **limits))
-
-
-# ----------------------------------------------------------------------------- report
-def _plain(value: object) -> object:
-    """JSON-ready copy: numpy scalars to Python, non-finite floats to None."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        return float(value) if np.isfinite(value) else None
-    return value
-
-
-@dataclass
-class MotionReport:
-    """Every metric of one clip on one rig; `as_dict()` for JSON benchmark output."""
-
-    frames: int
-    fps: float
-    duration: float  # s: (frames - 1) / fps
-    joints: int
-    body_size: float  # m: Rig.body_size, the unit of every *_rel value
-    leg_length: float  # m: rest height of the main root above the lowest foot (unit of stride_length_rel)
-    floor: float  # m along up: the ground used for contacts and penetration
-    feet: list[str]
-    contact_fraction: list[float]  # per foot: fraction of frames in contact
-    skating: SkatingStats
-    penetration: PenetrationStats
-    jitter: JitterStats
-    bone_length: BoneLengthStats
-    drift: DriftStats
-    gait: GaitStats
-    static: bool
-    broken: bool
-    broken_reasons: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return _plain(dataclasses.asdict(self))  # type: ignore[return-value]
-
-
-def evaluate_motion(
-    rig: Rig,
-    motion: Motion | np.ndarray,
-    feet: Sequence[int] | np.ndarray | None = None,
-    up: Sequence[float] | np.ndarray | None = None,
-    *,
-    fps: float | None = None,
-    floor: float | None = 0.0,
-    mesh: SkinnedMesh | None = None,
-    vertices: np.ndarray | None = None,
-) -> MotionReport:
-    """All metrics of a Motion (or (T,J,3) positions with `fps`) on `rig`.
-
-    `feet` default to `rig.foot_candidates(up)`. `floor` is the ground height along `up` (canonical
-    frame: 0); None estimates it as the lowest foot height of the clip. Penetration is measured on
-    `vertices` (T,V,3), else on `mesh` skinned by the motion (a Motion only), else on the joints.
-    """
-    axis = unit_up(up)
-    positions, rate = _source(rig, motion, fps)
-    if not rate > 0:
-        raise ValueError("fps must be given (and positive) for a positions array")
-    feet = rig.foot_candidates(axis) if feet is None else np.asarray(feet, dtype=np.int64).reshape(-1)
-    size = rig.body_size
-    if floor is None:
-        ground = _finite_min(positions[:, feet] @ axis if feet.size else positions @ axis)
-        ground = ground if np.isfinite(ground) else 0.0
-    else:
-        ground = float(floor)
-    rest_h = rig.heads @ axis
-    lowest = float(rest_h[feet].min()) if feet.size else float(min(rest_h.min(), (rig.tails @ axis).min()))
-    leg = float(rest_h[rig.main_root]) - lowest
-    leg = leg if leg > 0.01 * size else size  # legless or ground-level root: fall back to body size
-
-    contacts = foot_contacts(positions, feet, rate, up=axis, floor=ground, body_size=size)
-    if vertices is not None:
-        points = _positions(vertices)
-    elif mesh is not None and isinstance(motion, Motion):
-        with np.errstate(invalid="ignore", over="ignore"):
-            mats = skin_matrices(rig.rest, forward_kinematics(rig, motion))
-            points = linear_blend_skinning(mesh.vertices, mesh.joint_indices, mesh.joint_weights, mats)
-    else:
-        points = positions
-    reasons = broken_reasons(rig, motion if isinstance(motion, Motion) else positions)
-    count = positions.shape[0]
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        return MotionReport(
-            frames=count,
-            fps=rate,
-            duration=(count - 1) / rate if count else 0.0,
-            joints=rig.joint_count,
-            body_size=size,
-            leg_length=leg,
-            floor=ground,
-            feet=[rig.names[j] for j in feet],
-            contact_fraction=[float(c) for c in contacts.mean(axis=0)] if count else [0.0] * feet.size,
-            skating=foot_skating(positions, feet, rate, up=axis, floor=ground, body_size=size),
-            penetration=ground_penetration(points, up=axis, floor=ground, body_size=size),
-            jitter=jitter(positions, rate, body_size=size),
-            bone_length=bone_length_error(rig, positions),
-            drift=root_drift(positions[:, rig.main_root], up=axis, body_size=size),
-            gait=gait_stats(positions, feet, rate, contacts, up=axis, floor=ground, body_size=size,
-                            leg_length=leg, root=rig.main_root),
-            static=is_static_clip(positions),
-            broken=bool(reasons),
-            broken_reasons=reasons,
-        )

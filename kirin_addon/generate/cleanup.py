@@ -52,13 +52,14 @@ from ..core.rotations import (
 from ..eval.metrics import (
     CONTACT_HEIGHT,
     CONTACT_SPEED,
+    Ground,
     PenetrationStats,
     SkatingStats,
     foot_contacts,
     foot_skating,
     ground_penetration,
 )
-from ..library.controllers import smooth_upper
+from ..library.controllers.common import smooth_upper
 
 UP = np.array([0.0, 0.0, 1.0])
 MAX_SEGMENTS = 6  # longest leg chain solved; longer single-child chains keep their top fixed
@@ -348,9 +349,22 @@ def _solve_group(legs: list[_Leg], positions: np.ndarray, world: np.ndarray, res
     return int(np.sum(~reached))
 
 
-def _lock(rig: Rig, legs: list[_Leg], positions: np.ndarray, world: np.ndarray, contacts: np.ndarray,
-          floors: np.ndarray, joint_floor: np.ndarray, ramp: np.ndarray, below_foot: np.ndarray) -> _Locked:
+@dataclass
+class _LockPlan:
+    """What every lock of one clip shares."""
+
+    legs: list[_Leg]
+    contacts: np.ndarray  # (T,F) bool
+    floors: np.ndarray  # (F,) each foot's floor height
+    joint_floor: np.ndarray  # (J,) each joint's floor height (feet and what hangs below them: their own)
+    ramp: np.ndarray  # the fade in and out of a lock, see _ramp
+    below_foot: np.ndarray  # (J,F) bool: the joint is the foot or hangs below it
+
+
+def _lock(rig: Rig, plan: _LockPlan, positions: np.ndarray, world: np.ndarray) -> _Locked:
     """Lock every leg's contacts, from the sampled positions (T,J,3) and world rotations (T,J,3,3)."""
+    legs, contacts, floors, joint_floor = plan.legs, plan.contacts, plan.floors, plan.joint_floor
+    ramp, below_foot = plan.ramp, plan.below_foot
     count, feet = contacts.shape
     offsets = np.zeros((count, feet, 3))
     weights = np.zeros((count, feet))
@@ -443,37 +457,31 @@ def _check_inputs(rig: Rig, motion: Motion, contacts: np.ndarray | None,
     return feet, contacts
 
 
-def clean_motion(
-    rig: Rig,
-    motion: Motion,
-    contacts: np.ndarray | None = None,
-    feet: np.ndarray | list[int] | None = None,
-    *,
-    ground: float | None = None,
-    blend_frames: int = 3,
-    fix_penetration: bool = True,
-    penetration_tolerance: float = PENETRATION_TOLERANCE,
-    max_lock: float = np.inf,
-    confirm: bool = False,
-) -> CleanupResult:
-    """Lock foot contacts with rotation-only IK, lift the body out of the floor; bone lengths stay exact.
+@dataclass(frozen=True)
+class CleanupOptions:
+    """How `clean_motion` cleans.
 
-    rig, motion: canonical frame (+Z up). contacts: (T,F) bools, or probabilities thresholded at
-    0.5, one column per foot; None detects them with `metrics.foot_contacts`. feet: joint indices
-    (default `rig.foot_candidates()`). ground: height of the ground plane (default: the lowest rest
-    point of the rig); each foot's floor is its rest height above it. blend_frames: frames over
-    which a lock fades in before and out after each contact. fix_penetration: raise the root where
-    a joint is more than `penetration_tolerance` body sizes below its floor, then lock again.
-    max_lock: contact runs whose lock would move the foot farther than this share of its leg's
-    length are left as sampled (`plausible_contacts`; sampled contacts deserve that doubt).
-    confirm: a given contact counts only in frames where the foot is also low and slow (the
-    detection of `metrics.foot_contacts` at CONFIRM_SCALE times its thresholds): a sampled label
-    that says "planted" under a striding foot would otherwise pin it for the whole stride.
-
-    Raises ValueError for mismatched shapes, bad feet or non-finite motion.
+    ground: height of the ground plane (default: the lowest rest point of the rig); each foot's
+    floor is its rest height above it. blend_frames: frames over which a lock fades in before and
+    out after each contact. fix_penetration: raise the root where a joint is more than
+    `penetration_tolerance` body sizes below its floor, then lock again. max_lock: contact runs whose
+    lock would move the foot farther than this share of its leg's length are left as sampled
+    (`plausible_contacts`; sampled contacts deserve that doubt). confirm: a given contact counts only
+    in frames where the foot is also low and slow (the detection of `metrics.foot_contacts` at
+    CONFIRM_SCALE times its thresholds): a sampled label that says "planted" under a striding foot
+    would otherwise pin it for the whole stride.
     """
-    feet, contacts = _check_inputs(rig, motion, contacts, feet, blend_frames)
-    size = max(rig.body_size, 1e-12)
+
+    ground: float | None = None
+    blend_frames: int = 3
+    fix_penetration: bool = True
+    penetration_tolerance: float = PENETRATION_TOLERANCE
+    max_lock: float = np.inf
+    confirm: bool = False
+
+
+def _floors(rig: Rig, feet: np.ndarray, ground: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each foot's floor (F,), each joint's floor (J,) and which joints hang below each foot (J,F)."""
     rest_height = rig.heads @ UP
     rest_ground = float(min(rest_height.min(), (rig.tails @ UP).min()))
     ground = rest_ground if ground is None else float(ground)
@@ -489,15 +497,62 @@ def clean_motion(
             below_foot[j] |= below_foot[parent]
     in_foot = below_foot.any(axis=1)
     joint_floor[in_foot] = ground + rest_height[in_foot] - rest_ground
+    return floors, joint_floor, below_foot
+
+
+def _lift(rig: Rig, plan: _LockPlan, original: np.ndarray, world: np.ndarray, locked: _Locked,
+          tolerance: float, blend_frames: int) -> tuple[_Locked, np.ndarray]:
+    """Raise the root (T,) where a joint is more than `tolerance` (metres) below its floor, locking
+    again after each lift; returns the last lock and the lift."""
+    count = original.shape[0]
+    raise_by = np.zeros(count)
+    # A planted foot (and its toes) is on its floor already: lifting the body cannot help it.
+    planted = np.zeros((count, rig.joint_count), dtype=bool)
+    for leg in plan.legs:
+        planted |= plan.contacts[:, leg.column, None] & plan.below_foot[None, :, leg.column]
+    for _ in range(PENETRATION_PASSES):
+        depth = plan.joint_floor[None] - locked.positions[..., 2]  # (T,J) how far below its floor
+        need = np.clip(np.where(planted, -np.inf, depth).max(axis=1), 0.0, None)
+        need = np.where(need > tolerance, need, 0.0)
+        if not np.any(need > 0):
+            break
+        # Smallest lift as a smooth upper envelope (running max, then moving average); then lock
+        # again from the lifted pose, so planted legs stretch back down to their footprints.
+        raise_by = raise_by + smooth_upper(need, max(int(blend_frames), 1))
+        locked = _lock(rig, plan, original + raise_by[:, None, None] * UP, world)
+    return locked, raise_by
+
+
+def clean_motion(
+    rig: Rig,
+    motion: Motion,
+    contacts: np.ndarray | None = None,
+    feet: np.ndarray | list[int] | None = None,
+    options: CleanupOptions | None = None,
+) -> CleanupResult:
+    """Lock foot contacts with rotation-only IK, lift the body out of the floor; bone lengths stay exact.
+
+    rig, motion: canonical frame (+Z up). contacts: (T,F) bools, or probabilities thresholded at
+    0.5, one column per foot; None detects them with `metrics.foot_contacts`. feet: joint indices
+    (default `rig.foot_candidates()`). options: see `CleanupOptions` (default: its defaults).
+
+    Raises ValueError for mismatched shapes, bad feet or non-finite motion.
+    """
+    options = options or CleanupOptions()
+    blend_frames, max_lock = options.blend_frames, options.max_lock
+    feet, contacts = _check_inputs(rig, motion, contacts, feet, blend_frames)
+    size = max(rig.body_size, 1e-12)
+    floors, joint_floor, below_foot = _floors(rig, feet, options.ground)
+    ground = Ground(floor=floors, body_size=size)
 
     pose = forward_kinematics(rig, motion)  # the only FK pass: later poses follow from the corrections
     original, world = pose[..., :3, 3], pose[..., :3, :3]
     if contacts is None:
-        contacts = foot_contacts(original, feet, motion.fps, floor=floors, body_size=size)
-    elif confirm:
+        contacts = foot_contacts(original, feet, motion.fps, ground=ground)
+    elif options.confirm:
         scale = CONFIRM_SCALE * size
         contacts = contacts & foot_contacts(original, feet, motion.fps, scale * CONTACT_HEIGHT,
-                                            scale * CONTACT_SPEED, floor=floors, body_size=size)
+                                            scale * CONTACT_SPEED, ground=ground)
     legs, chains, solvers = _plan_legs(rig, feet)
     notes: list[str] = []
     if np.isfinite(max_lock) and legs:
@@ -511,62 +566,39 @@ def clean_motion(
         if dropped:
             notes.append(f"{dropped} contact runs left as sampled (their lock would move a foot more "
                          f"than {max_lock:.2g} leg lengths)")
-    ramp = _ramp(int(blend_frames))
+    plan = _LockPlan(legs, contacts, floors, joint_floor, _ramp(int(blend_frames)), below_foot)
     count = motion.frame_count
     # Joints whose basis changes: chain bones (rotated) and feet (parent rotated, world kept).
     changed = np.unique(np.concatenate([leg.chain for leg in legs])) if legs else np.zeros(0, np.int64)
 
     def skating(points: np.ndarray) -> SkatingStats:
-        return foot_skating(points, feet, motion.fps, contacts, floor=floors, body_size=size)
+        return foot_skating(points, feet, motion.fps, contacts, ground=ground)
 
     def penetration(points: np.ndarray) -> PenetrationStats:
         return ground_penetration(points - joint_floor[:, None] * UP, floor=0.0, body_size=size,
-                                  tolerance=penetration_tolerance * size)
+                                  tolerance=options.penetration_tolerance * size)
 
-    locked = _lock(rig, legs, original, world, contacts, floors, joint_floor, ramp, below_foot)
+    locked = _lock(rig, plan, original, world)
     raise_by = np.zeros(count)
-    if fix_penetration and count:
-        # A planted foot (and its toes) is on its floor already: lifting the body cannot help it.
-        planted = np.zeros((count, rig.joint_count), dtype=bool)
-        for leg in legs:
-            planted |= contacts[:, leg.column, None] & below_foot[None, :, leg.column]
-        for _ in range(PENETRATION_PASSES):
-            depth = joint_floor[None] - locked.positions[..., 2]  # (T,J) how far below its floor
-            need = np.clip(np.where(planted, -np.inf, depth).max(axis=1), 0.0, None)
-            need = np.where(need > penetration_tolerance * size, need, 0.0)
-            if not np.any(need > 0):
-                break
-            # Smallest lift as a smooth upper envelope (running max, then moving average); then lock
-            # again from the lifted pose, so planted legs stretch back down to their footprints.
-            raise_by = raise_by + smooth_upper(need, max(int(blend_frames), 1))
-            locked = _lock(rig, legs, original + raise_by[:, None, None] * UP, world, contacts, floors,
-                           joint_floor, ramp, below_foot)
+    if options.fix_penetration and count:
+        locked, raise_by = _lift(rig, plan, original, world, locked, options.penetration_tolerance * size,
+                                 blend_frames)
         if np.any(raise_by):
             notes.append(f"root raised by up to {raise_by.max() / size:.3g} body sizes against penetration")
     root = motion.root_positions + raise_by[:, None] * UP
     cleaned = _apply(rig, motion, world, locked.corrections, changed, root)
-    weights, active, unreached = locked.weights, locked.active, locked.unreached
     skipped = [f"{rig.names[int(f)]} ({why[9:]})" for f, why in zip(feet, solvers, strict=True)
                if why.startswith("skipped")]
     if skipped:
         notes.append("feet left as sampled: " + ", ".join(skipped))
-    if unreached:
-        notes.append(f"{unreached} locked foot-frames were out of reach (placed as near as the legs reach)")
-    adjusted = active.any(axis=1) | (raise_by > 0)
+    if locked.unreached:
+        notes.append(f"{locked.unreached} locked foot-frames were out of reach (placed as near as the legs "
+                     "reach)")
     return CleanupResult(
-        motion=cleaned,
-        feet=feet,
-        contacts=contacts,
-        floors=floors,
-        chains=chains,
-        solvers=solvers,
-        weights=weights,
-        root_raise=raise_by,
-        skating_before=skating(original),
-        skating_after=skating(locked.positions),
-        penetration_before=penetration(original),
-        penetration_after=penetration(locked.positions),
-        frames_adjusted=int(np.sum(adjusted)),
-        unreached=unreached,
+        motion=cleaned, feet=feet, contacts=contacts, floors=floors, chains=chains, solvers=solvers,
+        weights=locked.weights, root_raise=raise_by,
+        skating_before=skating(original), skating_after=skating(locked.positions),
+        penetration_before=penetration(original), penetration_after=penetration(locked.positions),
+        frames_adjusted=int(np.sum(locked.active.any(axis=1) | (raise_by > 0))), unreached=locked.unreached,
         notes=notes,
     )

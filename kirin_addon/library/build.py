@@ -23,9 +23,12 @@ from ..core.motion import joint_positions
 from ..core.skinning import save_mesh
 from ..eval.metrics import broken_reasons, is_static_clip
 from ..io.clip import save_clip
-from .captions import MotionDescription, heldout_caption, paraphrases
-from .controllers import ACTIONS_BY_FAMILY, generate
-from .families import build_creature
+from .captions.description import MotionDescription
+from .captions.heldout import heldout_caption
+from .captions.paraphrase import paraphrases
+from .controllers.common import Travel
+from .controllers.dispatch import ACTIONS_BY_FAMILY, generate
+from .families.build import build_creature
 from .render import rasterize, three_quarter_camera, write_png
 
 LOCOMOTION = {"walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk", "run", "hop",
@@ -126,8 +129,8 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
         elif action in LOCOMOTION:
             direction = DIRECTIONS[int(clip_rng.integers(len(DIRECTIONS)))]
         seed = int(clip_rng.integers(2**31))
-        clip = generate(creature, action, seed, frames=frames, fps=config.fps, direction=direction,
-                        segments=segments)
+        clip = generate(creature, action, seed, frames=frames, fps=config.fps,
+                        travel=Travel(direction=direction), segments=segments)
         speed = float(clip.speed)
         # ViPS' filters: a static clip of a moving action is tagged so training can skip it (idle
         # clips are meant to be still); a broken clip is not written, and the report lists it.

@@ -328,8 +328,18 @@ def gait_of(name: str) -> str | None:
     return None
 
 
-def measure_rig_clip(rig: Rig, motion: Motion, *, name: str = "", gait: str = "", species: str = "",
-                     source: str = "authored", loop: bool = True, rotation: np.ndarray | None = None,
+@dataclass(frozen=True)
+class ClipLabels:
+    """What a measured clip is, for the report: its name, gait, species and source."""
+
+    name: str = ""
+    gait: str = ""
+    species: str = ""
+    source: str = "authored"
+
+
+def measure_rig_clip(rig: Rig, motion: Motion, labels: ClipLabels, *, loop: bool = True,
+                     rotation: np.ndarray | None = None,
                      layout: LegLayout | None = None) -> GaitMeasure | None:
     """Measures of a rig + motion (armature axes; `rotation` to canonical axes, units kept)."""
     rot = np.eye(3) if rotation is None else np.asarray(rotation, dtype=np.float64)
@@ -345,8 +355,8 @@ def measure_rig_clip(rig: Rig, motion: Motion, *, name: str = "", gait: str = ""
         return None
     values = measure_gait(feet, tops.mean(axis=1), head, motion.fps, leg, loop=loop)
     values.pop("contacts")
-    return GaitMeasure(name=name, source=source, gait=gait, species=species, feet=len(layout.feet),
-                       leg_length=leg, **values)
+    return GaitMeasure(name=labels.name, source=labels.source, gait=labels.gait, species=labels.species,
+                       feet=len(layout.feet), leg_length=leg, **values)
 
 
 def measure_authored(folder: str | Path, families: Iterable[str] = ("quadruped",)) -> list[GaitMeasure]:
@@ -369,8 +379,8 @@ def measure_authored(folder: str | Path, families: Iterable[str] = ("quadruped",
         layout = find_legs(clip.rig, rotation)
         if len(layout.feet) < 4:
             continue
-        measure = measure_rig_clip(clip.rig, clip.motion, name=path.stem, gait=gait,
-                                   species=str(meta.get("species", "")), rotation=rotation, layout=layout)
+        labels = ClipLabels(path.stem, gait, str(meta.get("species", "")))
+        measure = measure_rig_clip(clip.rig, clip.motion, labels, rotation=rotation, layout=layout)
         if measure is not None:
             out.append(measure)
     return out
@@ -382,8 +392,8 @@ def measure_generated_clip(creature, clip, *, name: str = "", gait: str = "") ->
     feet = [leg.foot for leg in legs]
     layout = LegLayout(feet, creature.rig.heads[feet], [leg.joints[0] for leg in legs],
                        creature.head if creature.head >= 0 else creature.pelvis)
-    out = measure_rig_clip(creature.rig, clip.motion, name=name, gait=gait or clip.action,
-                           species=creature.species, source="generated", loop=False, layout=layout)
+    labels = ClipLabels(name, gait or clip.action, creature.species, "generated")
+    out = measure_rig_clip(creature.rig, clip.motion, labels, loop=False, layout=layout)
     assert out is not None
     return out
 
@@ -391,8 +401,8 @@ def measure_generated_clip(creature, clip, *, name: str = "", gait: str = "") ->
 def measure_generated(gaits: Sequence[str] = ("walk", "trot", "gallop"), seeds: Iterable[int] = range(8),
                       family: str = "quadruped", frames: int = 120) -> list[GaitMeasure]:
     """Measures of procedural clips: one creature per seed, each gait."""
-    from .controllers import generate
-    from .families import build_creature
+    from .controllers.dispatch import generate
+    from .families.build import build_creature
 
     out = []
     for seed in seeds:
@@ -458,7 +468,7 @@ NOTES = (
     "leave at once (partly linear swing, height peaking early) and the swing starts at the exact lift-off "
     "phase. The remaining gap is the central difference at lift-off, at 6–15 frames per gallop cycle.",
     "Strides are still shorter than authored (walk 1.35 vs 1.69 L, gallop 2.5 vs 3.35 L): a stride is "
-    "what the legs reach with at most ~0.1 L of body drop (`controllers.leg_reach`), and the straight "
+    "what the legs reach with at most ~0.1 L of body drop (`controllers.reach.leg_reach`), and the straight "
     "fore legs of the deer and cow rigs reach only ±0.31–0.37 L; there the stride frequency rises instead.",
     "Stride frequencies in Hz still differ (walk 1.7 vs 0.86 Hz): the generated quadrupeds are to scale "
     "(L = 0.06–1.2 m, rat to cow), the Quaternius rigs are not (a husky with 1.5 m legs) and the Khronos "

@@ -99,7 +99,8 @@ def guess_family(rig: Rig, world_matrix: np.ndarray | None = None) -> str:
 
 def clip_captions(species: str, family: str, label: str, user: list[str], seed: int) -> list[str]:
     """User captions first, then paraphrases of species + clip name up to CAPTIONS_PER_CLIP."""
-    from .captions import describe_clip_name, paraphrases
+    from .captions.clip_names import describe_clip_name
+    from .captions.paraphrase import paraphrases
 
     generated = paraphrases(describe_clip_name(label, species, family), n=CAPTIONS_PER_CLIP, seed=seed)
     out = list(user)
@@ -116,8 +117,21 @@ def clip_file_name(stem: str, label: str) -> str:
     return f"{safe}.npz"
 
 
-def write_ingested_clip(out_dir: Path, source: Path, action_name: str, rig: Rig, motion: Motion,
-                        species: str, family: str, split: str, user_captions: list[str], seed: int) -> Path:
+@dataclass(frozen=True)
+class SourceFile:
+    """An authored file being ingested and what every clip in it shares: creature and split."""
+
+    path: Path
+    species: str
+    family: str
+    split: str  # "train" or "test"
+
+
+def write_ingested_clip(out_dir: Path, source_file: SourceFile, action_name: str, rig: Rig, motion: Motion,
+                        user_captions: list[str], seed: int) -> Path:
+    """Write one authored action as a library clip (captions, metadata, filters) and return its path."""
+    source, species, family = source_file.path, source_file.species, source_file.family
+    split = source_file.split
     label = clip_label(action_name)
     captions = clip_captions(species, family, label, user_captions, seed)
     # The folder keeps two files with one stem apart (two Fox.glb in ../shared/assets).

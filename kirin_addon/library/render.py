@@ -74,7 +74,7 @@ def rasterize(vertices: np.ndarray, triangles: np.ndarray, camera: Camera, size:
 
     visible = np.all(depth[tri] > 1e-3, axis=1)
     # Small triangles (most of them at this size) are rasterised all at once; the rest one by one.
-    small = _rasterize_small(px, py, depth, tri, visible, size, zbuf, image, colors)
+    small = _rasterize_small(_Projected(px, py, depth), tri, visible, zbuf, image, colors)
     for f in np.flatnonzero(visible & ~small):
         i, j, k = tri[f]
         xs = np.array([px[i], px[j], px[k]])
@@ -101,11 +101,22 @@ def rasterize(vertices: np.ndarray, triangles: np.ndarray, camera: Camera, size:
     return (np.clip(image, 0, 1) * 255 + 0.5).astype(np.uint8)
 
 
-def _rasterize_small(px: np.ndarray, py: np.ndarray, depth: np.ndarray, tri: np.ndarray, visible: np.ndarray,
-                     size: int, zbuf: np.ndarray, image: np.ndarray, colors: np.ndarray,
-                     box: int = 8) -> np.ndarray:
-    """Z-buffer the visible triangles whose pixel bounding box fits in box×box, vectorised; returns
-    which triangles were drawn. Ties in depth go to the lower triangle index, as in the loop."""
+@dataclass(frozen=True)
+class _Projected:
+    """Vertices on the image: pixel coordinates and depth in front of the camera."""
+
+    px: np.ndarray  # (V,)
+    py: np.ndarray  # (V,)
+    depth: np.ndarray  # (V,)
+
+
+def _rasterize_small(vertices: _Projected, tri: np.ndarray, visible: np.ndarray, zbuf: np.ndarray,
+                     image: np.ndarray, colors: np.ndarray, box: int = 8) -> np.ndarray:
+    """Z-buffer (into the square `zbuf` and `image`) the visible triangles whose pixel bounding box fits
+    in box×box, vectorised; returns which triangles were drawn. Ties in depth go to the lower triangle
+    index, as in the loop."""
+    px, py, depth = vertices.px, vertices.py, vertices.depth
+    size = zbuf.shape[0]
     xs, ys = px[tri], py[tri]  # (F,3)
     x0 = np.maximum(np.floor(xs.min(1)).astype(np.int64), 0)
     x1 = np.minimum(np.ceil(xs.max(1)).astype(np.int64), size - 1)
@@ -148,7 +159,8 @@ def _rasterize_small(px: np.ndarray, py: np.ndarray, depth: np.ndarray, tri: np.
 
 
 def write_png(path: str | Path, image: np.ndarray) -> None:
-    """Write an (H,W,3) uint8 image as PNG with the standard library only."""
+    """Write an (H,W,3) uint8 image as PNG with the standard library only (`kirin data preview` writes
+    its frames inside Blender, where Pillow is not available)."""
     image = np.ascontiguousarray(image, dtype=np.uint8)
     height, width, _ = image.shape
     raw = b"".join(b"\x00" + image[row].tobytes() for row in range(height))
@@ -163,7 +175,10 @@ def write_png(path: str | Path, image: np.ndarray) -> None:
 
 
 def read_png(path: str | Path) -> np.ndarray:
-    """Read back an 8-bit RGB PNG written by write_png (filter type 0 rows only)."""
+    """Read back an 8-bit RGB PNG written by write_png (filter type 0 rows only).
+
+    By hand with the standard library because it runs inside Blender too (`kirin data preview` reads
+    its frames' size there), where only numpy is sure to be there; elsewhere use Pillow."""
     data = Path(path).read_bytes()
     pos, idat, width, height = 8, b"", 0, 0
     while pos < len(data):

@@ -26,6 +26,7 @@ from ..core.rotations import (
     rotvec_to_matrix,
     sixd_to_matrix,
     swing_twist_angles,
+    twist_angle,
 )
 
 DEFAULT_SWING = np.radians(60.0)  # joint limits of a rig with no data: a cone about the bone...
@@ -165,22 +166,32 @@ class Skeleton:
         return out
 
 
+@dataclass(frozen=True)
+class SolveOptions:
+    """The damped least-squares solve of `solve_handles`: at most `iterations` steps, `damping` on
+    the normal equations, no joint turning more than `max_step` radians per step."""
+
+    iterations: int = 8
+    damping: float = 1e-3
+    max_step: float = MAX_STEP
+
+
 def solve_handles(
     skeleton: Skeleton,
     deltas: np.ndarray,
     handles: list[Handle],
     root: np.ndarray | None = None,
-    iterations: int = 8,
-    damping: float = 1e-3,
     stiffness: np.ndarray | None = None,
     frozen: np.ndarray | None = None,
-    max_step: float = MAX_STEP,
+    options: SolveOptions | None = None,
 ) -> np.ndarray:
     """Damped least-squares IK over the whole tree: turn joints (a turn carries the joint's subtree,
     as a rig's own IK does) until each handle's joint reaches its target. `stiffness` (J,) makes
-    some joints turn less (1 = normal); `frozen` (J,) bool joints do not turn at all; no joint
-    turns more than `max_step` radians per iteration. Returns the new
-    world deltas (J,3,3); bone lengths are kept by construction."""
+    some joints turn less (1 = normal); `frozen` (J,) bool joints do not turn at all; `options`: the
+    solve's steps (`SolveOptions`). Returns the new world deltas (J,3,3); bone lengths are kept by
+    construction."""
+    options = options or SolveOptions()
+    iterations, damping, max_step = options.iterations, options.damping, options.max_step
     deltas = np.array(deltas, dtype=np.float64)
     if not handles:
         return deltas
@@ -233,7 +244,7 @@ def solve_within_limits(
     move the handle is past its limit, they share the turn as before). Of the solves, the one least
     past the limits is kept (a stiffer joint can push the turn onto one that then passes its own).
     Returns it and the stiffness the rounds arrived at, for a later solve of the same drag to start
-    from. `solve`: the rest of solve_handles' arguments."""
+    from. `solve`: the rest of solve_handles' arguments (root, frozen, options)."""
     stiff = np.ones(skeleton.joint_count) if stiffness is None else np.array(stiffness, dtype=np.float64)
     best, best_excess = deltas, np.inf
     for round_ in range(rounds):
@@ -311,11 +322,8 @@ class JointLimits:
         its swing direction and its twist sign)."""
         local = skeleton.local_rotations(deltas)
         axes = np.broadcast_to(skeleton.axes, local.shape[:-1])
-        q = matrix_to_quat(local)
-        along = np.sum(q[..., 1:] * axes, axis=-1)
-        twist_angle = 2.0 * np.arctan2(along, q[..., 0])
-        twist_angle = (twist_angle + np.pi) % (2.0 * np.pi) - np.pi
-        twist = rotvec_to_matrix(axes * twist_angle[..., None])
+        twisted = twist_angle(matrix_to_quat(local), axes)
+        twist = rotvec_to_matrix(axes * twisted[..., None])
         swing = local @ np.swapaxes(twist, -1, -2)
         turned = np.einsum("...ab,...b->...a", swing, axes)
         swing_axis = np.cross(axes, turned)
@@ -323,8 +331,8 @@ class JointLimits:
         swing_angle = np.arctan2(sine[..., 0], np.sum(axes * turned, axis=-1))
         unit = swing_axis / np.maximum(sine, 1e-12)
         new_swing = rotvec_to_matrix(unit * np.minimum(swing_angle, self.swing)[..., None])
-        new_twist = rotvec_to_matrix(axes * np.clip(twist_angle, -self.twist, self.twist)[..., None])
-        inside = (swing_angle <= self.swing) & (np.abs(twist_angle) <= self.twist)
+        new_twist = rotvec_to_matrix(axes * np.clip(twisted, -self.twist, self.twist)[..., None])
+        inside = (swing_angle <= self.swing) & (np.abs(twisted) <= self.twist)
         clamped = np.where(inside[..., None, None], local, new_swing @ new_twist)
         return skeleton.from_local(clamped)
 

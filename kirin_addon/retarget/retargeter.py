@@ -18,7 +18,8 @@ from ..core.canonical import CanonicalFrame, detect_canonical_frame
 from ..core.motion import Motion, forward_kinematics, motion_from_world_deltas, world_deltas
 from ..core.rig import Rig
 from ..core.rotations import matrix_to_quat, quat_identity, quat_to_matrix, rotation_between
-from .joint_mapping import auto_map_joints, validate_mapping
+from .joint_mapping import auto_map_joints
+from .mapping_text import validate_mapping
 
 MIN_HIP_HEIGHT = 0.05  # canonical units (body size = 1); below this a rig has no legs to scale by
 

@@ -61,6 +61,18 @@ class SyntheticVideo:
 
 
 # ----------------------------------------------------------------------------- cameras
+@dataclass(frozen=True)
+class Framing:
+    """How tightly `frame_camera` frames its points: the narrower side's field of view `fov_deg`
+    (35–55° at random when None), the bounding sphere × `margin` fitting it, and `fill` (e.g. 0.9;
+    None: the sphere's framing): re-aim at the points' projected bounding box and zoom until that box
+    fills this share of the image's width or height, whichever comes first."""
+
+    fov_deg: float | None = None
+    margin: float = 1.15
+    fill: float | None = None
+
+
 def frame_camera(
     positions: np.ndarray,
     size: tuple[int, int],
@@ -68,19 +80,16 @@ def frame_camera(
     up=(0.0, 0.0, 1.0),
     azimuth: float | None = None,
     elevation: float | None = None,
-    fov_deg: float | None = None,
-    margin: float = 1.15,
     direction: np.ndarray | None = None,
-    fill: float | None = None,
+    framing: Framing | None = None,
 ) -> PinholeCamera:
     """A camera that keeps every point of `positions` (…,3; e.g. a motion's joints, or its mesh)
     in a (W,H) image: it looks at their bounding-box centre from `azimuth` (radians about `up`,
     random when None) and `elevation` (radians above the ground plane, 5–30° when None), far enough
-    that the bounding sphere × `margin` fits the narrower side of the image at `fov_deg` (that
-    side's field of view, 35–55° when None). `direction` (3,), from the subject towards the camera,
-    overrides azimuth and elevation. `fill` (e.g. 0.9): then the camera is re-aimed at the points'
-    projected bounding box and zoomed (focal length) until that box fills this share of the image's
-    width or height, whichever comes first — a tight framing rather than the bounding sphere's."""
+    that the bounding sphere fits the image as `framing` says (`Framing`). `direction` (3,), from the
+    subject towards the camera, overrides azimuth and elevation."""
+    framing = framing or Framing()
+    fov_deg, margin, fill = framing.fov_deg, framing.margin, framing.fill
     rng = np.random.default_rng(0) if rng is None else rng
     points = np.asarray(positions, np.float64).reshape(-1, 3)
     lo, hi = points.min(axis=0), points.max(axis=0)

@@ -70,7 +70,6 @@ from ...kirin_addon.bind.templates import (
     initial_alignments,
     mesh_edges,
     mirror_plane,
-    rotation_angle,
     sample_surface,
     snap_to_plane,
     template,
@@ -78,6 +77,8 @@ from ...kirin_addon.bind.templates import (
 )
 from ...kirin_addon.core.creature import FAMILIES, Creature
 from ...kirin_addon.core.rig import Rig
+from ...kirin_addon.core.rotations import rotation_angle
+from .. import geometry
 
 Progress = Callable[[float, str], None]
 _DTYPE = torch.float64
@@ -137,21 +138,6 @@ class FitResult:
 
 
 # --------------------------------------------------------------------------- torch helpers
-def _axis_angle_matrix(w: torch.Tensor) -> torch.Tensor:
-    """Rodrigues, (N,3) → (N,3,3), smooth through zero (series where the angle is tiny)."""
-    theta2 = (w * w).sum(-1)
-    small = theta2 < 1e-8
-    safe2 = torch.where(small, torch.ones_like(theta2), theta2)
-    theta = torch.sqrt(safe2)
-    a = torch.where(small, 1.0 - theta2 / 6.0, torch.sin(theta) / theta)
-    b = torch.where(small, 0.5 - theta2 / 24.0, (1.0 - torch.cos(theta)) / safe2)
-    zero = torch.zeros_like(w[..., 0])
-    k = torch.stack([zero, -w[..., 2], w[..., 1], w[..., 2], zero, -w[..., 0],
-                     -w[..., 1], w[..., 0], zero], dim=-1).reshape(*w.shape[:-1], 3, 3)
-    eye = torch.eye(3, dtype=w.dtype).expand_as(k)
-    return eye + a[..., None, None] * k + b[..., None, None] * (k @ k)
-
-
 def _bounded(u: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
     """lo..hi, geometric in a sigmoid of u (u = _unbounded_one(lo, hi) gives exactly 1)."""
     return lo * (hi / lo) ** torch.sigmoid(u)
@@ -270,7 +256,7 @@ class _Params(torch.nn.Module):
             normal = torch.as_tensor(self.locked, dtype=_DTYPE)
             rot = (rot @ normal) * normal
             trans = trans - ((trans - self.trans0) @ normal) * normal
-        rotation = _axis_angle_matrix(rot[None])[0] @ self.rot0
+        rotation = geometry.rotvec_to_matrix(rot[None])[0] @ self.rot0
         return rotation, torch.exp(self.sim_log_scale), trans
 
 
@@ -315,7 +301,7 @@ def _pose(tpl: _TemplateTensors, params: _Params, with_pose: bool) -> _Posed:
     length, width = params.scales(tpl)
     scale = torch.stack([width, length, width], dim=-1)  # bone-local: y along the bone
     if with_pose:
-        deltas = _axis_angle_matrix(params.pose(tpl))
+        deltas = geometry.rotvec_to_matrix(params.pose(tpl))
     else:
         deltas = torch.eye(3, dtype=_DTYPE).expand(tpl.joint_count, 3, 3)
     rot, head = _fk(tpl, scale, deltas)

@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 from ...kirin_addon.eval.distributions import frechet_distance, r_precision, r_precision_pool
-from ..encoders import sentence_vectors
+from ...kirin_addon.generate.request import GenerateRequest
+from ..encoders.text import sentence_vectors
 from .evaluator import DEFAULT_EVALUATOR, TextMotionEvaluator, eval_caption, eval_label
 
 ROWS = ("ground_truth", "nearest_neighbour", "text", "text_image", "image", "static_pose")
@@ -102,7 +103,13 @@ def physical_metrics(canon, positions: np.ndarray, fps: float, features: np.ndar
 
     Skating is NaN for rigs without foot candidates (fish, snakes): averaging their zeros would flatter
     a row. `features` (the model's own (T,J,C) output) add the bone-length error of its `pos` channels."""
-    from ...kirin_addon.eval.metrics import bone_length_error, foot_skating, ground_penetration, jitter
+    from ...kirin_addon.eval.metrics import (
+        Ground,
+        bone_length_error,
+        foot_skating,
+        ground_penetration,
+        jitter,
+    )
     from ..representation import positions_from_features
 
     rig, feet = canon.rig, np.asarray(canon.feet, np.int64)
@@ -111,7 +118,7 @@ def physical_metrics(canon, positions: np.ndarray, fps: float, features: np.ndar
     shifted[:, feet, 2] -= rest_height  # a foot joint's floor is its rest height (it sits above its sole)
     out = {
         "foot_skating": (
-            foot_skating(positions, feet, fps, floor=rest_height, body_size=1.0).mean_speed
+            foot_skating(positions, feet, fps, ground=Ground(floor=rest_height, body_size=1.0)).mean_speed
             if feet.size
             else float("nan")
         ),
@@ -197,9 +204,9 @@ def select_clips(cache, split: str, samples: int = 0, seed: int = 0) -> list[int
 
 def _load_clip(cache, index: int, with_mesh: bool = False) -> _Clip:
     """The clip file behind a cache record, in the canonical frame the cache used."""
+    from ...kirin_addon.core.canonical import canonical_rig
     from ...kirin_addon.core.skinning import load_mesh
     from ..data.cache import load_record_clip
-    from ..representation import canonical_rig
 
     record = cache.records[index]
     clip, frame = load_record_clip(cache, index)
@@ -294,7 +301,7 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
 
     generated = [r for r in rows if r in GENERATED]
     if generated:
-        from ..motion.generator import MotionModel
+        from ..motion.generator import MotionModel, SamplingOptions
 
         model = MotionModel.load(config.model, backend=config.backend)
         bank = retrieval = None
@@ -316,17 +323,18 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
                 tick = time.perf_counter()
                 out = model.generate(
                     prepared,
-                    cache.captions[captions[n]] if row != "image" else None,
-                    frames=clip.motion.frame_count,
-                    seed=config.seed + 1000 * n,
-                    variants=variants,
-                    guidance=config.guidance,
-                    steps=config.steps,
-                    clean=config.clean,
-                    image_feature=image if row != "text" else None,
-                    smooth=config.smooth,
-                    bank=bank,
-                    retrieval=retrieval,
+                    GenerateRequest(
+                        cache.captions[captions[n]] if row != "image" else None,
+                        image=image if row != "text" else None,  # the image encoder's feature
+                        frames=clip.motion.frame_count,
+                        seed=config.seed + 1000 * n,
+                        variants=variants,
+                        guidance=config.guidance,
+                    ),
+                    SamplingOptions(
+                        steps=config.steps, clean=config.clean, smooth=config.smooth, bank=bank,
+                        retrieval=retrieval,
+                    ),
                 )
                 results[row].retrieved += "retrieved" in out[0].report
                 group = []

@@ -33,7 +33,7 @@ from torch.nn import functional as F
 from ...kirin_addon.eval.distributions import r_precision, r_precision_pool
 from ..data.batching import usable
 from ..data.cache import MAX_TOKENS, FeatureCache, RigArrays
-from ..encoders import sentence_vectors
+from ..encoders.text import sentence_vectors
 from ..representation import CHANNELS
 from ..rig_features import GEOMETRY
 
@@ -207,7 +207,7 @@ class TextMotionEvaluator(nn.Module):
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         """(N,embedding) for captions, through the packaged MiniLM (as the cache encodes them)."""
-        from ..encoders import load_text_encoder
+        from ..encoders.text import load_text_encoder
 
         tokens, masks = load_text_encoder().encode_tokens(list(texts), max_tokens=MAX_TOKENS)
         return self.embed_sentences(sentence_vectors(tokens, masks))

@@ -199,7 +199,7 @@ class Denoiser(nn.Module):
 
 def sentence_vector(text: torch.Tensor, text_mask: torch.Tensor) -> torch.Tensor:
     """MiniLM's sentence embedding from its token features: the masked mean, L2-normalised (the
-    recipe of models/encoders.py and the evaluator's `sentence_vectors`)."""
+    recipe of models/encoders/text.py and the evaluator's `sentence_vectors`)."""
     mask = text_mask.to(text.dtype)[..., None]
     pooled = (text * mask).sum(1) / mask.sum(1).clamp(min=1.0)
     return pooled / pooled.norm(dim=-1, keepdim=True).clamp(min=1e-12)

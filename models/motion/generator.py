@@ -12,22 +12,24 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ...kirin_addon.core.canonical import CanonicalFrame
+from ...kirin_addon.core.canonical import CanonicalFrame, CanonicalRig, canonical_rig
 from ...kirin_addon.core.motion import Motion, motion_from_world_deltas, pin_frames, world_deltas
 from ...kirin_addon.core.rig import Rig
 from ...kirin_addon.core.rotations import matrix_to_quat, quat_to_matrix
 from ...kirin_addon.core.skinning import SkinnedMesh
-from ...kirin_addon.library.captions import stated_direction
+from ...kirin_addon.generate.request import GenerateRequest, GenerateRequestError
+from ...kirin_addon.library.captions.phrasing import stated_direction
 from ..config import DenoiserConfig, DiffusionConfig
 from ..data.cache import MAX_TOKENS
 from ..diffusion import Diffusion, Inpaint
-from ..representation import CONTACT, CanonicalRig, canonical_rig, features_to_motion, motion_features
+from ..representation import CONTACT, features_to_motion, motion_features
 from ..rig_features import EDGE_TYPES, MAX_HOPS, rig_features
 from .denoiser import Denoiser, added_since_v0, patchify, unpatchify
 from .retrieval import MotionBank, RetrievalConfig, fit_length, open_default_bank, retime, retime_rows
@@ -71,6 +73,37 @@ class Generated:
     contacts: np.ndarray  # (T,F) predicted planted feet (F = prepared.feet)
     seed: int
     report: dict = field(default_factory=dict)
+
+
+@dataclass
+class SamplingOptions:
+    """How the model samples a request: what the backend leaves at its defaults and benchmarks,
+    evaluation and tests tune."""
+
+    steps: int | None = None  # DDIM steps; None: the model card's
+    sampler: str = "ddim"  # or "ancestral" (the full-length reference sampler, benchmarks)
+    clean: bool = True  # the foot-lock clean-up
+    smooth: float = 1.0  # frames (a Gaussian sigma) evening out the seams between tokens; 0: off
+    keep_joints: np.ndarray | None = None  # with the request's `keep`: only these joints are kept
+    image_encoder: str | None = None  # None: the default image encoder
+    bank: MotionBank | None = None  # the library to retrieve from; None: the model's own
+    retrieval: RetrievalConfig | None = None  # None: the defaults
+
+
+@dataclass
+class _Plan:
+    """What sampling one request needs, worked out before the noise is drawn."""
+
+    predict: Callable
+    shape: tuple[int, int, int, int]  # (variants, total frames, joints, channels)
+    length: int  # frames in whole tokens
+    extra: int  # frames past the end a loop is blended from
+    guidance: float
+    steps: int
+    inpaint: Inpaint | None
+    hook: Callable | None  # applied to each step's clean estimate (the loop's crossfade)
+    start_yaw: float
+    start_ground: np.ndarray
 
 
 class TorchRunner:
@@ -175,14 +208,14 @@ class MotionModel:
     @property
     def text_encoder(self):
         if self._text is None:
-            from ..encoders import load_text_encoder
+            from ..encoders.text import load_text_encoder
 
             self._text = load_text_encoder()
         return self._text
 
     def image_encoder(self, path: str | None = None):
         if path not in self._image:
-            from ..encoders import load_image_encoder
+            from ..encoders.image import load_image_encoder
 
             self._image[path] = load_image_encoder(path)
         return self._image[path]
@@ -208,18 +241,13 @@ class MotionModel:
 
     # ------------------------------------------------------------------ conditions
     def _conditions(
-        self,
-        prompt: str | None,
-        image: str | np.ndarray | None,
-        image_encoder: str | None,
-        image_feature: np.ndarray | None = None,
+        self, prompt: str | None, image: str | np.ndarray | None, image_encoder: str | None
     ) -> dict[str, torch.Tensor]:
         """Text tokens (prompt None: no text, only the image conditions) and the image feature (from
-        a file or array through the image encoder, or given precomputed)."""
-        if prompt is not None and not prompt.strip():
-            raise GenerationError("The prompt is empty: describe the motion, e.g. 'a wolf trotting forward'.")
-        if prompt is None and image is None and image_feature is None:
-            raise GenerationError("Give a prompt, a reference image or both.")
+        a file or pixels through the image encoder, or given precomputed as a 1-D array)."""
+        image_feature = None
+        if isinstance(image, np.ndarray) and image.ndim == 1:
+            image, image_feature = None, image
         tokens, mask = self.text_encoder.encode_tokens([prompt or ""], max_tokens=MAX_TOKENS)
         out = {
             "text": torch.from_numpy(tokens.astype(np.float32)),
@@ -267,162 +295,42 @@ class MotionModel:
     def generate(
         self,
         prepared: PreparedRig,
-        prompt: str | None,
-        image: str | np.ndarray | None = None,
-        frames: int = 120,
-        seed: int = 0,
-        variants: int = 1,
-        guidance: float | None = None,
-        steps: int | None = None,
-        keep: Motion | None = None,
-        keep_frames: np.ndarray | None = None,
-        loop: bool = False,
-        clean: bool = True,
-        keep_joints: np.ndarray | None = None,
-        image_encoder: str | None = None,
+        request: GenerateRequest,
+        options: SamplingOptions | None = None,
         progress=None,
-        sampler: str = "ddim",
-        image_feature: np.ndarray | None = None,
-        smooth: float = 1.0,
-        bank: MotionBank | None = None,
-        retrieval: RetrievalConfig | None = None,
     ) -> list[Generated]:
-        """`variants` motions of `frames` frames for a prompt (None: image only) and/or a reference
-        image (a path or pixels; or `image_feature`, the image encoder's output, precomputed).
-        `keep` (a motion on the rig, same length) with `keep_frames` (indices) pins those frames
-        (in-betweening), and with `keep_joints` (indices) only those joints (e.g. a keyed tail).
-        `loop` makes the last frame flow into the first. `smooth` (frames, a Gaussian sigma) evens
-        out the seams between the network's 8-frame tokens; 0 turns it off. With a `bank`
-        (models/motion/retrieval.py; None: the model's own `bank`), a library clip that matches the prompt
-        and fits the rig is retargeted onto it and sampling starts from it (the report says
-        which clip); `retrieval` tunes that or turns it off."""
-        if not 1 <= frames <= 2000:
-            raise GenerationError(f"Frames must be between 1 and 2000, got {frames}.")
-        if not 1 <= variants <= 16:
-            raise GenerationError(f"Variants must be between 1 and 16, got {variants}.")
-        fpt = self.config.frames_per_token
-        length = -(-max(frames, fpt) // fpt) * fpt
-        extra = 0
-        if loop:
-            extra = max(fpt, (length // 6) // fpt * fpt)
-        total = length + extra
-        conditions = self._conditions(prompt, image, image_encoder, image_feature)
-        inputs = {**prepared.inputs, **conditions}
-        predict = self._predict(inputs)
-        joints = prepared.rig.joint_count
-        if guidance is None:  # defaults tuned per condition (models/weights/motion/MODEL_CARD.md)
-            text_given = bool(conditions["text_use"][0])
-            guidance = self.diffusion_config.guidance if text_given else self.diffusion_config.guidance_image
-        guidance = float(guidance)
-        steps = self.diffusion_config.sample_steps if steps is None else int(steps)
-        inpaint = None
-        # The motion starts where the rig stands, facing its forward (or where the kept frames start).
-        start_yaw, start_ground = 0.0, prepared.canon.rig.heads[prepared.canon.rig.main_root, :2].copy()
-        if keep is not None:
-            inpaint, start_yaw, start_ground = self._inpaint(
-                prepared, keep, keep_frames, keep_joints, total, variants
-            )
-        results = []
+        """`request.variants` motions of `request.frames` frames (at the model's frame rate) for a
+        prompt (None: image only) and/or a reference image (a path, pixels, or the image encoder's
+        feature, precomputed). `request.keep` (a motion on the rig, same length) with `keep_frames`
+        (indices) pins those frames (in-betweening), and with `options.keep_joints` (indices) only
+        those joints (e.g. a keyed tail). `request.loop` makes the last frame flow into the first.
+        `options.smooth` (frames, a Gaussian sigma) evens out the seams between the network's 8-frame
+        tokens; 0 turns it off. With a bank (`options.bank`, models/motion/retrieval.py; None: the
+        model's own `bank`), a library clip that matches the prompt and fits the rig is retargeted onto
+        it and sampling starts from it (the report says which clip); `options.retrieval` tunes that or
+        turns it off."""
+        options = options or SamplingOptions()
+        try:
+            request.check()
+        except GenerateRequestError as exc:
+            raise GenerationError(str(exc)) from None
+        plan = self._plan(prepared, request, options)
         started = time.perf_counter()
-        generator = torch.Generator().manual_seed(int(seed))
-        shape = (variants, total, joints, self.config.channels)
-        noise = torch.randn(shape, generator=generator)
-        init, retrieved = None, []
-        retrieval = retrieval or RetrievalConfig()
-        bank = self.bank if bank is None else bank
-        if bank is not None and prompt is not None and retrieval.enabled:
-            retrieved = bank.retrieve(
-                self.text_encoder.encode_sentences([prompt])[0],
-                prepared.rig,
-                prepared.canon.frame,
-                prepared.feet,
-                retrieval,
-                count=variants,
-                direction=stated_direction(prompt),
-            )
-        if retrieved:  # variant v starts from the v-th clip found (cycling when fewer were found)
-            references = []
-            for v in range(variants):
-                found = retrieved[v % len(retrieved)]
-                loops = bool(bank.cache.records[found.record].get("loop")) or loop
-                played = retime(found.motion, frames, loops)
-                reference = self._features(prepared, played)
-                if found.contacts is not None:  # the library's exact labels, not ones guessed from motion
-                    planted = retime_rows(found.contacts, played.frame_count).astype(np.float32)
-                    mean, std = float(self.mean[CONTACT]), float(self.std[CONTACT])
-                    reference[:, prepared.feet, CONTACT] = (planted - mean) / std
-                references.append(fit_length(reference, total, loops))
-            init = torch.from_numpy(np.stack(references))
+        generator = torch.Generator().manual_seed(int(request.seed))
+        noise = torch.randn(plan.shape, generator=generator)
+        bank = self.bank if options.bank is None else options.bank
+        retrieval = options.retrieval or RetrievalConfig()
+        retrieved = self._retrieve(prepared, request, bank, retrieval)
+        init = self._references(prepared, request, bank, retrieved, plan.shape[1]) if retrieved else None
         # Kept frames spliced into a clip as it is would jump at their edges: the network blends them.
-        strength = max(retrieval.strength, KEEP_STRENGTH) if inpaint is not None else retrieval.strength
-        step_hook = None
-        if loop:
-
-            def step_hook(x0: torch.Tensor) -> torch.Tensor:
-                return crossfade_loop(x0, extra)
-
-        # Per variant: how far along the noise schedule it starts (1: from noise, 0: the clip as it is).
-        strengths = np.full(variants, strength if init is not None else 1.0)
-        if init is not None and strength <= 0.0:  # the retrieved clips as they are
-            as_is = len(retrieved)
-            strengths[as_is:] = VARIATION_STRENGTH  # more variants than clips: variations of them
-            x0 = step_hook(init) if step_hook is not None else init
-            if variants > as_is:
-                x0 = x0.clone()
-                x0[as_is:] = self.diffusion.sample_ddim(
-                    predict,
-                    (variants - as_is,) + shape[1:],
-                    steps=steps,
-                    guidance=guidance,
-                    noise=noise[as_is:],
-                    progress=progress,
-                    hook=step_hook,
-                    init=init[as_is:],
-                    strength=VARIATION_STRENGTH,
-                )
-        elif sampler == "ancestral":  # the full-length reference sampler (benchmarks)
-            x0 = self.diffusion.sample_ancestral(
-                predict, shape, guidance=guidance, generator=generator, inpaint=inpaint
-            )
-        elif sampler == "ddim":
-            x0 = self.diffusion.sample_ddim(
-                predict,
-                shape,
-                steps=steps,
-                guidance=guidance,
-                inpaint=inpaint,
-                noise=noise,
-                progress=progress,
-                hook=step_hook,
-                init=init,
-                strength=strength if init is not None else 1.0,
-            )
-        else:
-            raise GenerationError(f"Unknown sampler {sampler!r} (ddim or ancestral)")
-        if loop:
-            x0 = crossfade_loop(x0, extra)[:, :length]
-        x0 = x0[:, :frames]
+        strength = max(retrieval.strength, KEEP_STRENGTH) if plan.inpaint is not None else retrieval.strength
+        x0, strengths = self._sample(plan, options.sampler, noise, generator, init, strength, len(retrieved),
+                                     progress)
+        features = self._decoded(plan, x0, request, strengths > 0, options.smooth)
         seconds = time.perf_counter() - started
-        features = (x0 * self.std + self.mean).numpy().astype(np.float64)
-        sampled = strengths > 0  # the network made these: smooth its token seams
-        if smooth > 0 and sampled.any():
-            whole = None if inpaint is None else inpaint.mask[0, :frames].any(-1).all(-1)  # every joint kept
-            kept = None if whole is None else np.flatnonzero(whole.numpy())
-            features[sampled] = smooth_in_time(features[sampled], smooth, kept, wrap=loop)
-            if inpaint is not None:  # kept joints of partly kept frames come back exact as well
-                mask = inpaint.mask[:, :frames].numpy()
-                values = (inpaint.values[:, :frames] * self.std + self.mean).numpy()
-                features = np.where(mask, values, features)
-        canon = prepared.canon
-        # Features → a motion on the canonical rig (clean-up works there: +Z up, feet on the floor),
-        # then onto the user's rig through the canonical frame and the inverse-bind correction.
-        in_canonical = CanonicalRig(canon.rig, identity_frame(), canon.feet)
-        for v in range(variants):
-            motion = features_to_motion(
-                in_canonical, canon.rig, features[v], self.fps, start_yaw, start_ground
-            )
-            contacts = features[v][:, prepared.feet, CONTACT] > 0.5
-            report = {"seconds_model": seconds / variants}
+        results = []
+        for v in range(request.variants):
+            report = {"seconds_model": seconds / request.variants}
             if retrieved:
                 found = retrieved[v % len(retrieved)]
                 report["retrieved"] = {
@@ -431,18 +339,184 @@ class MotionModel:
                     "mapped": round(found.mapped, 3),
                     "strength": float(strengths[v]),
                 }
-            if clean and prepared.feet.size:
-                # A clip's own contacts are exact; the network's are doubted (confirmed by the feet).
-                trusted = bool(retrieved) and strengths[v] <= 0.0
-                motion, report["cleanup"] = _clean(canon.rig, prepared.feet, motion, contacts, not trusted)
-            motion = from_canonical(canon, prepared.rig, motion)
-            if keep is not None:  # kept frames exactly as given, whatever the root path and clean-up did
-                pinned = np.arange(keep.frame_count) if keep_frames is None else np.asarray(keep_frames)
-                pinned = pinned[pinned < frames]
-                if pinned.size:
-                    motion, report["key_corrections"] = pin_frames(motion, keep, pinned, keep_joints)
-            results.append(Generated(motion, features[v].astype(np.float32), contacts, int(seed) + v, report))
+            # A clip's own contacts are exact; the network's are doubted (confirmed by the feet).
+            trusted = bool(retrieved) and strengths[v] <= 0.0
+            results.append(self._variant(prepared, request, options, plan, features[v], v, report, trusted))
         return results
+
+    def _plan(self, prepared: PreparedRig, request: GenerateRequest, options: SamplingOptions) -> _Plan:
+        """The sampler's inputs: the length in whole tokens (and the loop's extra frames), the
+        conditions, the guidance and steps, and the features to keep."""
+        fpt = self.config.frames_per_token
+        length = -(-max(request.frames, fpt) // fpt) * fpt
+        extra = 0
+        if request.loop:
+            extra = max(fpt, (length // 6) // fpt * fpt)
+        total = length + extra
+        conditions = self._conditions(request.prompt, request.image, options.image_encoder)
+        predict = self._predict({**prepared.inputs, **conditions})
+        guidance = request.guidance
+        if guidance is None:  # defaults tuned per condition (models/weights/motion/MODEL_CARD.md)
+            text_given = bool(conditions["text_use"][0])
+            guidance = self.diffusion_config.guidance if text_given else self.diffusion_config.guidance_image
+        steps = self.diffusion_config.sample_steps if options.steps is None else int(options.steps)
+        inpaint = None
+        # The motion starts where the rig stands, facing its forward (or where the kept frames start).
+        start_yaw, start_ground = 0.0, prepared.canon.rig.heads[prepared.canon.rig.main_root, :2].copy()
+        if request.keep is not None:
+            inpaint, start_yaw, start_ground = self._inpaint(
+                prepared, request.keep, request.keep_frames, options.keep_joints, total, request.variants
+            )
+        shape = (request.variants, total, prepared.rig.joint_count, self.config.channels)
+        hook = None
+        if request.loop:
+
+            def hook(x0: torch.Tensor) -> torch.Tensor:
+                return crossfade_loop(x0, extra)
+
+        return _Plan(predict, shape, length, extra, float(guidance), steps, inpaint, hook, start_yaw,
+                     start_ground)
+
+    def _retrieve(
+        self,
+        prepared: PreparedRig,
+        request: GenerateRequest,
+        bank: MotionBank | None,
+        retrieval: RetrievalConfig,
+    ) -> list:
+        """The library clips the prompt finds that fit the rig (none without a bank or a prompt)."""
+        if bank is None or request.prompt is None or not retrieval.enabled:
+            return []
+        return bank.retrieve(
+            self.text_encoder.encode_sentences([request.prompt])[0],
+            prepared.rig,
+            prepared.canon.frame,
+            prepared.feet,
+            retrieval,
+            count=request.variants,
+            direction=stated_direction(request.prompt),
+        )
+
+    def _references(
+        self, prepared: PreparedRig, request: GenerateRequest, bank: MotionBank, retrieved: list, total: int
+    ) -> torch.Tensor:
+        """Variant v starts from the v-th clip found (cycling when fewer were found), as features."""
+        references = []
+        for v in range(request.variants):
+            found = retrieved[v % len(retrieved)]
+            loops = bool(bank.cache.records[found.record].get("loop")) or request.loop
+            played = retime(found.motion, request.frames, loops)
+            reference = self._features(prepared, played)
+            if found.contacts is not None:  # the library's exact labels, not ones guessed from motion
+                planted = retime_rows(found.contacts, played.frame_count).astype(np.float32)
+                mean, std = float(self.mean[CONTACT]), float(self.std[CONTACT])
+                reference[:, prepared.feet, CONTACT] = (planted - mean) / std
+            references.append(fit_length(reference, total, loops))
+        return torch.from_numpy(np.stack(references))
+
+    def _sample(
+        self,
+        plan: _Plan,
+        sampler: str,
+        noise: torch.Tensor,
+        generator: torch.Generator,
+        init: torch.Tensor | None,
+        strength: float,
+        as_is: int,
+        progress=None,
+    ) -> tuple[torch.Tensor, np.ndarray]:
+        """The sampled (V,total,J,C) normalised features, and per variant how far along the noise
+        schedule it started (1: from noise, 0: the retrieved clip as it is; `as_is` clips were found)."""
+        variants = plan.shape[0]
+        strengths = np.full(variants, strength if init is not None else 1.0)
+        if init is not None and strength <= 0.0:  # the retrieved clips as they are
+            strengths[as_is:] = VARIATION_STRENGTH  # more variants than clips: variations of them
+            x0 = plan.hook(init) if plan.hook is not None else init
+            if variants > as_is:
+                x0 = x0.clone()
+                x0[as_is:] = self.diffusion.sample_ddim(
+                    plan.predict,
+                    (variants - as_is,) + plan.shape[1:],
+                    steps=plan.steps,
+                    guidance=plan.guidance,
+                    noise=noise[as_is:],
+                    progress=progress,
+                    hook=plan.hook,
+                    init=init[as_is:],
+                    strength=VARIATION_STRENGTH,
+                )
+        elif sampler == "ancestral":  # the full-length reference sampler (benchmarks)
+            x0 = self.diffusion.sample_ancestral(
+                plan.predict, plan.shape, guidance=plan.guidance, generator=generator, inpaint=plan.inpaint
+            )
+        elif sampler == "ddim":
+            x0 = self.diffusion.sample_ddim(
+                plan.predict,
+                plan.shape,
+                steps=plan.steps,
+                guidance=plan.guidance,
+                inpaint=plan.inpaint,
+                noise=noise,
+                progress=progress,
+                hook=plan.hook,
+                init=init,
+                strength=strength if init is not None else 1.0,
+            )
+        else:
+            raise GenerationError(f"Unknown sampler {sampler!r} (ddim or ancestral)")
+        return x0, strengths
+
+    def _decoded(
+        self, plan: _Plan, x0: torch.Tensor, request: GenerateRequest, sampled: np.ndarray, smooth: float
+    ) -> np.ndarray:
+        """The sampled features cut to the request's frames and denormalised; the token seams of the
+        variants the network made (`sampled`) smoothed, kept features exact."""
+        frames, inpaint = request.frames, plan.inpaint
+        if request.loop:
+            x0 = crossfade_loop(x0, plan.extra)[:, : plan.length]
+        x0 = x0[:, :frames]
+        features = (x0 * self.std + self.mean).numpy().astype(np.float64)
+        if smooth > 0 and sampled.any():
+            whole = None if inpaint is None else inpaint.mask[0, :frames].any(-1).all(-1)  # every joint kept
+            kept = None if whole is None else np.flatnonzero(whole.numpy())
+            features[sampled] = smooth_in_time(features[sampled], smooth, kept, wrap=request.loop)
+            if inpaint is not None:  # kept joints of partly kept frames come back exact as well
+                mask = inpaint.mask[:, :frames].numpy()
+                values = (inpaint.values[:, :frames] * self.std + self.mean).numpy()
+                features = np.where(mask, values, features)
+        return features
+
+    def _variant(
+        self,
+        prepared: PreparedRig,
+        request: GenerateRequest,
+        options: SamplingOptions,
+        plan: _Plan,
+        features: np.ndarray,
+        v: int,
+        report: dict,
+        trusted: bool,
+    ) -> Generated:
+        """Variant `v`'s features as a motion on the user's rig, cleaned up (`trusted`: its contacts are
+        a library clip's, not doubted) and with the kept frames exact."""
+        canon = prepared.canon
+        # Features → a motion on the canonical rig (clean-up works there: +Z up, feet on the floor),
+        # then onto the user's rig through the canonical frame and the inverse-bind correction.
+        in_canonical = CanonicalRig(canon.rig, identity_frame(), canon.feet)
+        motion = features_to_motion(
+            in_canonical, canon.rig, features, self.fps, plan.start_yaw, plan.start_ground
+        )
+        contacts = features[:, prepared.feet, CONTACT] > 0.5
+        if options.clean and prepared.feet.size:
+            motion, report["cleanup"] = _clean(canon.rig, prepared.feet, motion, contacts, not trusted)
+        motion = from_canonical(canon, prepared.rig, motion)
+        keep = request.keep
+        if keep is not None:  # kept frames exactly as given, whatever the root path and clean-up did
+            pinned = request.kept_frames()
+            pinned = pinned[pinned < request.frames]
+            if pinned.size:
+                motion, report["key_corrections"] = pin_frames(motion, keep, pinned, options.keep_joints)
+        return Generated(motion, features.astype(np.float32), contacts, int(request.seed) + v, report)
 
     def _features(self, prepared: PreparedRig, motion: Motion) -> np.ndarray:
         """A motion on the rig as the network's normalised features (T,J,C)."""
@@ -531,7 +605,7 @@ def from_canonical(canon: CanonicalRig, rig: Rig, motion: Motion) -> Motion:
 def _clean(
     rig: Rig, feet: np.ndarray, motion: Motion, contacts: np.ndarray, confirm: bool = True
 ) -> tuple[Motion, dict]:
-    from ...kirin_addon.generate.cleanup import clean_motion
+    from ...kirin_addon.generate.cleanup import CleanupOptions, clean_motion
 
-    result = clean_motion(rig, motion, contacts=contacts, feet=feet, max_lock=LOCK_LIMIT, confirm=confirm)
+    result = clean_motion(rig, motion, contacts, feet, CleanupOptions(max_lock=LOCK_LIMIT, confirm=confirm))
     return result.motion, result.summary()

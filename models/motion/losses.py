@@ -2,7 +2,7 @@
 
 - features: MSE of the normalised features;
 - positions: forward kinematics from the predicted world deltas (one matrix product with the
-  rig's ancestor paths, see rig_features.ancestor_paths) against the data's joint positions —
+  rig's ancestor paths, see geometry.ancestor_paths) against the data's joint positions —
   the rotations must explain the positions, so bone lengths stay right;
 - velocity: frame-to-frame displacement of those FK positions;
 - foot contact: where the data has a foot planted, the predicted foot velocity is zero.
@@ -12,27 +12,16 @@ from __future__ import annotations
 
 import torch
 
+from .. import geometry
 from ..config import LossConfig
 from ..representation import POS, ROT, VEL
-
-
-def matrix_from_rot6(rot6: torch.Tensor) -> torch.Tensor:
-    a, b = rot6[..., :3], rot6[..., 3:]
-    x = torch.nn.functional.normalize(a, dim=-1, eps=1e-6)
-    b = b - (x * b).sum(-1, keepdim=True) * x
-    y = torch.nn.functional.normalize(b, dim=-1, eps=1e-6)
-    return torch.stack([x, y, torch.cross(x, y, dim=-1)], dim=-1)
 
 
 def fk_positions(features: torch.Tensor, batch: dict) -> torch.Tensor:
     """(B,T,J,3) joint positions (heading frame) from denormalised features: each joint's root
     position plus the rotated rest bones along its path."""
-    rotations = matrix_from_rot6(features[..., ROT])  # (B,T,J,3,3)
-    parents = batch["parents"]  # (B,J)
-    index = parents[:, None, :, None, None].expand(-1, rotations.shape[1], -1, 3, 3)
-    parent_rot = torch.gather(rotations, 2, index)
-    bones = torch.einsum("btjxy,bjy->btjx", parent_rot, batch["offsets"])
-    along = torch.einsum("bjk,btkc->btjc", batch["paths"], bones)
+    rotations = geometry.sixd_to_matrix(features[..., ROT], eps=1e-6)  # (B,T,J,3,3)
+    along = geometry.forward_kinematics(rotations, batch["parents"], batch["offsets"], batch["paths"])
     roots = torch.gather(
         features[..., POS], 2, batch["root_of"][:, None, :, None].expand(-1, features.shape[1], -1, 3)
     )

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ...kirin_addon.core.canonical import CanonicalFrame
+from ...kirin_addon.core.canonical import CanonicalFrame, CanonicalRig, canonical_rig
 from ...kirin_addon.core.motion import Motion
 from ...kirin_addon.core.rig import Rig
 from ..data.batching import usable
 from ..data.cache import FeatureCache, load_record_clip, rig_key
-from ..encoders import sentence_vectors
-from ..representation import CONTACT, CanonicalRig, canonical_rig
+from ..encoders.text import sentence_vectors
+from ..representation import CONTACT
 
 MIDLINE = 0.015  # body sizes from the midline: a foot nearer than this is a tail tip, not a leg
 MAX_STRETCH = 1.5  # a one-shot clip may be played up to this much faster or slower to fit the length
@@ -58,7 +58,8 @@ def build_bank(
     bank: every clip searchable, no held-out splits); returns the cache folder."""
     from ...kirin_addon.library.build import BuildConfig, build_library
     from ..data.cache import build_cache
-    from ..encoders import load_image_encoder, load_text_encoder
+    from ..encoders.image import load_image_encoder
+    from ..encoders.text import load_text_encoder
 
     folder = Path(folder) if folder else default_bank_folder()
     config = BuildConfig(clips=clips, seed=seed, test_fraction=0.0, zero_shot_family="", workers=workers)

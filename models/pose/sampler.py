@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...kirin_addon.core.canonical import CanonicalFrame
+from ...kirin_addon.core.canonical import CanonicalFrame, canonical_rig
 from ...kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_deltas
 from ...kirin_addon.core.rig import Rig
 from ...kirin_addon.core.rotations import (
@@ -43,13 +43,14 @@ from ...kirin_addon.pose.space import (
     Handle,
     JointLimits,
     Skeleton,
+    SolveOptions,
     shrink_turns,
     solve_handles,
     solve_within_limits,
 )
 from ..config import DiffusionConfig, PoseDenoiserConfig
 from ..diffusion import Diffusion
-from ..representation import canonical_rig, heading, yaw_matrix
+from ..representation import heading, yaw_matrix
 from ..rig_features import EDGE_TYPES, MAX_HOPS, rig_features
 from .denoiser import PoseDenoiser
 
@@ -295,13 +296,12 @@ class PosePrior:
             deltas: np.ndarray, iterations: int, max_step: float = MAX_STEP, rounds: int = LIMIT_ROUNDS
         ) -> np.ndarray:
             nonlocal stiffness
+            options = SolveOptions(iterations, max_step=max_step)
             if ranges is None:
-                return solve_handles(
-                    skeleton, deltas, handles, iterations=iterations, stiffness=stiffness, max_step=max_step
-                )
+                return solve_handles(skeleton, deltas, handles, stiffness=stiffness, options=options)
             # Joints one solve found past their range stay stiff in the next.
             solved, stiffness = solve_within_limits(
-                skeleton, deltas, handles, ranges, stiffness, rounds, iterations=iterations, max_step=max_step
+                skeleton, deltas, handles, ranges, stiffness, rounds, options=options
             )
             return solved
 

@@ -9,23 +9,20 @@ and a run resumes from its checkpoint; `save_pose_weights` writes safetensors + 
 
 from __future__ import annotations
 
-import copy
-import json
 import math
-import os
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import save_file
 
 from ...kirin_addon.core.rotations import matrix_to_6d
 from ...kirin_addon.pose.space import random_valid_poses
+from .. import geometry
 from ..config import PoseTrainConfig
 from ..data.cache import FeatureCache
 from ..diffusion import Diffusion
+from ..training import ema_copy, save_checkpoint, save_weights_card, weights_card
 from .data import RigPoses, load_pose_bank, skeleton_of
 from .denoiser import POSE_INPUTS, PoseDenoiser
 
@@ -34,24 +31,11 @@ POSITION_WEIGHT = 20.0  # positions are in body sizes: their squared errors are 
 BUCKETS = 2  # each batch is run as this many parts sorted by joint count (less padding)
 
 
-def sixd_to_matrix_torch(d6: torch.Tensor) -> torch.Tensor:
-    """Gram-Schmidt like kirin_addon.core.rotations.sixd_to_matrix, on tensors (…,6) → (…,3,3)."""
-    a1, a2 = d6[..., :3], d6[..., 3:6]
-    b1 = a1 / a1.norm(dim=-1, keepdim=True).clamp(min=1e-8)
-    a2 = a2 - (b1 * a2).sum(-1, keepdim=True) * b1
-    b2 = a2 / a2.norm(dim=-1, keepdim=True).clamp(min=1e-8)
-    b3 = torch.cross(b1, b2, dim=-1)
-    return torch.stack([b1, b2, b3], dim=-1)
-
-
 def pose_positions_torch(
     d6: torch.Tensor, parents: torch.Tensor, offsets: torch.Tensor, paths: torch.Tensor, starts: torch.Tensor
 ) -> torch.Tensor:
     """(B,J,3) joint heads of 6D world deltas (B,J,6): p = start + A · (D_parent · o)."""
-    deltas = sixd_to_matrix_torch(d6)
-    parent = torch.gather(deltas, 1, parents[..., None, None].expand(-1, -1, 3, 3))
-    bones = torch.einsum("bjxy,bjy->bjx", parent, offsets)
-    return starts + torch.einsum("bjk,bkc->bjc", paths, bones)
+    return starts + geometry.forward_kinematics(geometry.sixd_to_matrix(d6), parents, offsets, paths)
 
 
 class PoseBatches:
@@ -143,19 +127,9 @@ def save_pose_weights(
     step: int,
     extra: dict | None = None,
 ) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().float().contiguous().cpu() for k, v in model.state_dict().items()}
-    save_file(tensors, str(folder / "pose_denoiser.safetensors.tmp"))
-    os.replace(folder / "pose_denoiser.safetensors.tmp", folder / "pose_denoiser.safetensors")
-    card = {
-        "model": asdict(config.model),
-        "diffusion": asdict(config.diffusion),
-        "mean": np.asarray(mean).tolist(),
-        "std": np.asarray(std).tolist(),
-        "step": step,
-        **(extra or {}),
-    }
-    (folder / "model.json").write_text(json.dumps(card, indent=2))
+    """EMA weights as safetensors + model.json (config, normalisation, training facts)."""
+    card = weights_card(config, mean, std, step, extra)
+    save_weights_card(model, folder, "pose_denoiser.safetensors", card)
 
 
 def train_pose_prior(config: PoseTrainConfig, bank_path: str | Path, progress: bool = True) -> dict:
@@ -171,9 +145,7 @@ def train_pose_prior(config: PoseTrainConfig, bank_path: str | Path, progress: b
     mean, std = bank_statistics(bank)
     batches = PoseBatches(cache, bank, config, mean, std)
     model = PoseDenoiser(config.model)
-    ema = copy.deepcopy(model).eval()
-    for p in ema.parameters():
-        p.requires_grad_(False)
+    ema = ema_copy(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     diffusion = Diffusion(config.diffusion.steps, config.diffusion.schedule)
     step, seconds = 0, 0.0
@@ -187,26 +159,11 @@ def train_pose_prior(config: PoseTrainConfig, bank_path: str | Path, progress: b
     mean_t, std_t = torch.from_numpy(mean), torch.from_numpy(std)
 
     def save() -> None:
-        torch.save(
-            {
-                "model": model.state_dict(),
-                "ema": ema.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "step": step,
-                "seconds": seconds,
-            },
-            str(checkpoint) + ".tmp",
-        )
-        os.replace(str(checkpoint) + ".tmp", checkpoint)
-        save_pose_weights(
-            ema,
-            out / "weights",
-            config,
-            mean,
-            std,
-            step,
-            {"train_seconds": round(seconds), "train_rigs": len(batches.bank)},
-        )
+        state = {"model": model.state_dict(), "ema": ema.state_dict(), "optimizer": optimizer.state_dict(),
+                 "step": step, "seconds": seconds}
+        save_checkpoint(checkpoint, state)
+        facts = {"train_seconds": round(seconds), "train_rigs": len(batches.bank)}
+        save_pose_weights(ema, out / "weights", config, mean, std, step, facts)
 
     started = time.perf_counter()
     log = open(out / "train.log", "a")

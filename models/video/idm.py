@@ -122,15 +122,6 @@ class IDMNet(nn.Module):
         return {"deltas": out[:, :count].reshape(-1, self.joints, 6), "root": out[:, count:]}
 
 
-def sixd_to_matrix_torch(x: torch.Tensor) -> torch.Tensor:
-    """(…,6) → (…,3,3) by Gram–Schmidt on the two stored columns (core.rotations.sixd_to_matrix)."""
-    a, b = x[..., :3], x[..., 3:]
-    first = a / a.norm(dim=-1, keepdim=True).clamp(min=1e-8)
-    b = b - (first * b).sum(-1, keepdim=True) * first
-    second = b / b.norm(dim=-1, keepdim=True).clamp(min=1e-8)
-    return torch.stack([first, second, torch.cross(first, second, dim=-1)], dim=-1)
-
-
 # ----------------------------------------------------------------------------- crops
 def silhouette_boxes(silhouettes: np.ndarray, threshold: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """Bounding boxes (T,4) = x0, y0, x1, y1 (pixel edges, mask coordinates) of each frame's mask,

@@ -48,6 +48,7 @@ from ...kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning
 from ...kirin_addon.library.procedural import capsule_mesh
 from ...kirin_addon.pose.space import JointLimits, Skeleton, random_valid_poses
 from ...kirin_addon.video.synth import coverage
+from .. import geometry
 from ..representation import yaw_matrix
 from .idm import (
     CROP_MARGIN,
@@ -60,7 +61,6 @@ from .idm import (
     ray_alignment,
     rig_key,
 )
-from .idm import sixd_to_matrix_torch as sixd_torch
 
 Progress = Callable[[float, str], None]
 
@@ -243,14 +243,13 @@ class _Kinematics:
         self.start = torch.from_numpy(start - start[skeleton.main_root]).float()
 
     def __call__(self, deltas: torch.Tensor) -> torch.Tensor:
-        bones = torch.einsum("bjxy,jy->bjx", deltas[:, self.parents], self.offsets)
-        return self.start + torch.einsum("jk,bkc->bjc", self.paths, bones)
+        return self.start + geometry.forward_kinematics(deltas, self.parents, self.offsets, self.paths)
 
 
 def losses(net_out: dict[str, torch.Tensor], batch: dict[str, torch.Tensor], kinematics: _Kinematics,
            config: IDMTrainConfig) -> tuple[torch.Tensor, dict[str, float]]:
     rotation = F.mse_loss(net_out["deltas"], batch["deltas"])
-    predicted = kinematics(sixd_torch(net_out["deltas"]))
+    predicted = kinematics(geometry.sixd_to_matrix(net_out["deltas"]))
     position = (predicted - batch["positions"]).norm(dim=-1).mean()
     root = F.mse_loss(net_out["root"], batch["root"])
     total = rotation + config.position_weight * position + config.root_weight * root
@@ -345,12 +344,12 @@ def _train(rig, mesh, frame, config, idm_config, progress, poses) -> IDM:
     if held:
         with torch.inference_mode():
             out = net(valid["crops"])
-            predicted = kinematics(sixd_torch(out["deltas"]))
+            predicted = kinematics(geometry.sixd_to_matrix(out["deltas"]))
             # Baselines: the rest pose seen from the front (what no model gives), and the rest pose
             # turned like the true root (what knowing only the orientation gives).
             front = torch.from_numpy(front_view_rotation()).float()
             rest = kinematics(front.expand(held, rig.joint_count, 3, 3))
-            root_turn = sixd_torch(valid["deltas"][:, rig.main_root])
+            root_turn = geometry.sixd_to_matrix(valid["deltas"][:, rig.main_root])
             oriented = kinematics(root_turn[:, None].expand(held, rig.joint_count, 3, 3))
             for key, value in (("position", predicted), ("rest", rest), ("oriented_rest", oriented)):
                 result[f"held_out_{key}_error"] = float((value - valid["positions"]).norm(dim=-1).mean())

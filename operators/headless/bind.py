@@ -3,10 +3,9 @@ Generate Motion on the new rig, and save a .blend (+ a JSON report)."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import bpy
@@ -71,51 +70,64 @@ def import_mesh(path: str | None, creature_seed: int = 0) -> bpy.types.Object:
     return bpy.context.view_layer.objects.active
 
 
-def run_bind(mesh_file: str | None, out: str, template: str | None = None, method: str = "robust",
-             weights: str = "blend",
-             max_influences: int = 4, prompt: str | None = None, frames: int = 48, report: str | None = None,
-             backend_python: str | None = None, device: str = "auto", threads: int = 0,
-             creature_seed: int = 0) -> dict:
-    """Auto-Bind `mesh_file` (or the built-in creature's body) from `template` (None: detected), then
-    Generate Motion with `prompt` if given; save the .blend and return (and write) a report."""
-    t0 = time.perf_counter()
-    timings: dict[str, float] = {}
-    module = headless.start_with_backend(backend_python, device, threads)
+@dataclass
+class BindJob:
+    """Auto-Bind `mesh_file` (None: the built-in creature of `creature_seed`'s body) from `template`
+    (None: detected), with `weights` and the weight transfer `method`, at most `max_influences` bones a
+    vertex; then Generate Motion with `prompt` (if given) for `frames` frames."""
+
+    out: str
+    mesh_file: str | None = None
+    template: str | None = None
+    method: str = "robust"
+    weights: str = "blend"
+    max_influences: int = 4
+    prompt: str | None = None
+    frames: int = 48
+    creature_seed: int = 0
+    report: str | None = None
+    backend: headless.BackendOptions = field(default_factory=headless.BackendOptions)
+
+
+def _generate_on(arm: bpy.types.Object, prompt: str, frames: int, generate) -> dict:
+    """Generate Motion (one variant) on the new rig; what of the run the report keeps."""
+    headless.activate(arm)
+    if bpy.ops.kirin.generate_motion(prompt=prompt, frames=frames, variants=1) != {"FINISHED"}:
+        raise RuntimeError("Generate Motion on the bound mesh failed; Blender printed the reason.")
+    run = generate.last_run
+    return {k: run[k] for k in ("device", "seconds_model", "variants")}
+
+
+def run_bind(job: BindJob) -> dict:
+    """Auto-Bind the job's mesh (or the built-in creature's body) from its template (None: detected),
+    then Generate Motion with its prompt if given; save the .blend and return (and write) a report."""
+    clock = headless.Stopwatch()
+    module = headless.start_with_backend(job.backend)
     binding = sys.modules[f"{module}.operators.binding"]
     generate = sys.modules[f"{module}.operators.generate"]
     try:
-        t = time.perf_counter()
-        body = import_mesh(os.path.abspath(mesh_file) if mesh_file else None, creature_seed)
-        timings["load_mesh"] = time.perf_counter() - t
+        with clock.lap("load_mesh"):
+            body = import_mesh(os.path.abspath(job.mesh_file) if job.mesh_file else None, job.creature_seed)
         settings = bpy.context.scene.kirin
-        settings.weight_method, settings.max_influences = method.upper(), max_influences
-        settings.bind_weights = weights.upper()
-        t = time.perf_counter()
-        headless.activate(body)
-        if bpy.ops.kirin.auto_bind(family=(template or "auto").upper()) != {"FINISHED"}:
-            raise RuntimeError("Auto-Bind failed; Blender printed the reason above.")
-        timings["auto_bind"] = time.perf_counter() - t
+        settings.weight_method, settings.max_influences = job.method.upper(), job.max_influences
+        settings.bind_weights = job.weights.upper()
+        with clock.lap("auto_bind"):
+            headless.activate(body)
+            if bpy.ops.kirin.auto_bind(family=(job.template or "auto").upper()) != {"FINISHED"}:
+                raise RuntimeError("Auto-Bind failed; Blender printed the reason above.")
         summary = dict(binding.last_bind)
         arm = bpy.data.objects[summary["armature"]]
-        if prompt:
-            t = time.perf_counter()
-            headless.activate(arm)
-            if bpy.ops.kirin.generate_motion(prompt=prompt, frames=frames, variants=1) != {"FINISHED"}:
-                raise RuntimeError("Generate Motion on the bound mesh failed; Blender printed the reason.")
-            timings["generate"] = time.perf_counter() - t
-            run = generate.last_run
-            summary["generated"] = {k: run[k] for k in ("device", "seconds_model", "variants")}
-        os.makedirs(os.path.dirname(os.path.abspath(out)) or ".", exist_ok=True)
-        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out))
-        summary.update({"mesh_file": os.path.abspath(mesh_file) if mesh_file else "built-in creature",
-                        "blend": os.path.abspath(out), "seconds_total": round(time.perf_counter() - t0, 3),
-                        "timings_s": {k: round(v, 3) for k, v in timings.items()},
+        if job.prompt:
+            with clock.lap("generate"):
+                summary["generated"] = _generate_on(arm, job.prompt, job.frames, generate)
+        headless.save_blend(job.out)
+        summary.update({"mesh_file": os.path.abspath(job.mesh_file) if job.mesh_file else "built-in creature",
+                        "blend": os.path.abspath(job.out), "seconds_total": round(clock.elapsed(), 3),
+                        "timings_s": clock.rounded(),
                         "rest_matches": _rest_matches(body, arm)})
     finally:
         headless.disable_extension(module)
-    if report:
-        os.makedirs(os.path.dirname(os.path.abspath(report)) or ".", exist_ok=True)
-        Path(report).write_text(json.dumps(summary, indent=2))
+    headless.write_report(summary, job.report)
     return summary
 
 

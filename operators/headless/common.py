@@ -1,4 +1,6 @@
-"""Headless jobs for the `kirin` command line, run through the same operators a user clicks.
+"""What the headless jobs of the `kirin` command line share: the extension enabled the way a user
+enables it, the backend options, imports of character files, the built-in creature, previews, timings
+and reports.
 
 Blender runs in-process (the `bpy` module). The extension is enabled the way a user enables it
 (as an extension repository), so the command line exercises registration, properties and
@@ -11,19 +13,60 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import addon_utils
 import bpy
 import numpy as np
 
-from ...kirin_addon.io.bvh import frame_rate
-from ...kirin_addon.io.clip import save_clip
-from ...kirin_addon.library.procedural import default_retarget_pair
 from .. import scene_io
 
 REPO_NAME = "kirin_dev"
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class BackendOptions:
+    """The add-on's backend preferences a job sets: the Python of the backend environment (None: the
+    checkout's .venv), its device and CPU threads (0: its default)."""
+
+    python: str | None = None
+    device: str = "auto"
+    threads: int = 0
+
+
+@dataclass
+class PreviewOptions:
+    """What a job renders besides the .blend: `path` a Cycles preview (.mp4, or a PNG path prefix),
+    `still` a PNG of the middle frame; every `step`-th frame at `resolution`."""
+
+    path: str | None = None
+    still: str | None = None
+    resolution: tuple[int, int] = (480, 270)
+    step: int = 2
+
+
+class Stopwatch:
+    """Seconds since the job started, and the named laps of its report's `timings_s`."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.laps: dict[str, float] = {}
+
+    @contextmanager
+    def lap(self, name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        yield
+        self.laps[name] = time.perf_counter() - began
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def rounded(self) -> dict[str, float]:
+        return {name: round(seconds, 3) for name, seconds in self.laps.items()}
 
 
 def _raise(exc: BaseException) -> None:
@@ -45,20 +88,37 @@ def disable_extension(module: str) -> None:
     addon_utils.disable(module, default_set=True, handle_error=_raise)
 
 
-def start_with_backend(backend_python: str | None, device: str, threads: int) -> str:
+def start_with_backend(backend: BackendOptions) -> str:
     """A fresh empty Blender with Kirin enabled and its backend preferences set (the Python of the
     backend environment, device, threads); returns the module, for `disable_extension` at the end."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     module = enable_extension()
     try:
         prefs = bpy.context.preferences.addons[module].preferences
-        if backend_python:
-            prefs.backend_python = os.path.abspath(backend_python)
-        prefs.backend_device, prefs.backend_threads = device, threads
+        if backend.python:
+            prefs.backend_python = os.path.abspath(backend.python)
+        prefs.backend_device, prefs.backend_threads = backend.device, backend.threads
     except BaseException:
         disable_extension(module)
         raise
     return module
+
+
+def _make_parent(path: str) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+
+
+def save_blend(out: str) -> None:
+    """Save the scene as the .blend `out` (its folder made if missing)."""
+    _make_parent(out)
+    bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out))
+
+
+def write_report(summary: dict, report: str | None) -> None:
+    """Write the job's summary as JSON to `report` (its folder made if missing); None: nowhere."""
+    if report:
+        _make_parent(report)
+        Path(report).write_text(json.dumps(summary, indent=2))
 
 
 def link_blend_objects(path: str) -> None:
@@ -100,6 +160,32 @@ def activate(obj: bpy.types.Object) -> None:
         other.select_set(False)
     obj.select_set(True)
     bpy.context.view_layer.objects.active = obj
+
+
+def builtin_creature(seed: int = 0,
+                     family: str = "quadruped") -> tuple[bpy.types.Object, list[bpy.types.Object]]:
+    """A built-in procedural creature of `family` (rig and skinned mesh made in code) in the scene; the
+    quadruped, the default, wears brown fur."""
+    from ...kirin_addon.library.families.build import build_creature
+
+    creature = build_creature(family, seed)
+    name = f"Kirin {creature.species.title()}"
+    arm = scene_io.create_armature(creature.rig, name)
+    body = scene_io.create_skinned_mesh(creature.mesh, arm, creature.rig, f"{name} Body")
+    if family == "quadruped":  # the README's creature; the other families stay as they are made
+        body.data.materials.append(_fur(f"{name} Fur"))
+    return arm, [body]
+
+
+def _fur(name: str) -> bpy.types.Material:
+    material = bpy.data.materials.new(name)
+    if material.node_tree is None and hasattr(material, "use_nodes"):
+        material.use_nodes = True  # 4.x; always on in 5.0
+    bsdf = material.node_tree.nodes.get("Principled BSDF") if material.node_tree else None
+    if bsdf is not None:
+        bsdf.inputs["Base Color"].default_value = (0.55, 0.33, 0.16, 1.0)
+    material.diffuse_color = (0.55, 0.33, 0.16, 1.0)
+    return material
 
 
 def _motion_bounds(arm: bpy.types.Object, rig, frames: range, others=()) -> tuple[np.ndarray, np.ndarray]:
@@ -170,10 +256,10 @@ def setup_preview(arm: bpy.types.Object, rig, path: str, resolution: tuple[int, 
     scene.cycles.use_denoising = False
     scene.render.resolution_x, scene.render.resolution_y = resolution
     scene.render.resolution_percentage = 100
-    _video_output(scene, path)
+    video_output(scene, path)
 
 
-def _video_output(scene, path: str) -> None:
+def video_output(scene, path: str) -> None:
     """Render to an H.264 MP4 when the path says so, else to numbered PNGs."""
     scene.render.filepath = path
     if path.lower().endswith((".mp4", ".mkv", ".avi")):
@@ -193,94 +279,6 @@ def _look_rotation(forward: np.ndarray) -> tuple[float, float, float]:
     from mathutils import Vector
 
     return tuple(Vector(forward).to_track_quat("-Z", "Y").to_euler())
-
-
-def run_retarget(source: str | None, target: str | None, out: str, preview: str | None = None,
-                 report: str | None = None, clip: str | None = None, preview_step: int = 2,
-                 preview_resolution: tuple[int, int] = (480, 270), fps: int = 30) -> dict:
-    """Retarget `source` onto `target` (or the built-in default pair) and save a .blend (+ preview)."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    module = enable_extension()
-    timings["start_blender"] = time.perf_counter() - t0
-    try:
-        t = time.perf_counter()
-        if target:
-            arm, meshes = import_rig_file(os.path.abspath(target))
-        else:
-            _, _, target_rig, mesh = default_retarget_pair()
-            arm = scene_io.create_armature(target_rig, "Kirin Character")
-            meshes = [scene_io.create_skinned_mesh(mesh, arm, target_rig, "Kirin Character Body")]
-        if source:
-            source_path = os.path.abspath(source)
-        else:
-            source_rig, motion, _, _ = default_retarget_pair()
-            source_path = os.path.join(tempfile.mkdtemp(prefix="kirin-"), "kirin_walk.npz")
-            save_clip(source_path, source_rig, motion, captions=["a person walking forward"],
-                      metadata={"name": "Kirin walk"})
-        timings["load_target"] = time.perf_counter() - t
-
-        activate(arm)
-        bpy.context.scene.render.fps = fps
-        t = time.perf_counter()
-        result = bpy.ops.kirin.apply_motion_file(filepath=source_path, clip=clip or "")
-        timings["retarget_and_write_action"] = time.perf_counter() - t
-        if result != {"FINISHED"}:
-            raise RuntimeError("Applying the motion failed; Blender printed the reason above.")
-        rig = scene_io.read_rig(arm)
-        action = arm.animation_data.action
-        scene = bpy.context.scene
-        if preview:
-            setup_preview(arm, rig, os.path.abspath(preview), preview_resolution)
-        os.makedirs(os.path.dirname(os.path.abspath(out)) or ".", exist_ok=True)
-        t = time.perf_counter()
-        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out))
-        timings["save_blend"] = time.perf_counter() - t
-        if preview:
-            t = time.perf_counter()
-            os.makedirs(os.path.dirname(os.path.abspath(preview)) or ".", exist_ok=True)
-            scene.frame_step = preview_step
-            bpy.ops.render.render(animation=True)
-            timings["render_preview"] = time.perf_counter() - t
-        summary = {
-            "source": source_path,
-            "target": os.path.abspath(target) if target else "built-in character",
-            "armature": arm.name,
-            "action": action.name,
-            "frames": int(scene.frame_end - scene.frame_start + 1),
-            "fps": scene.render.fps / scene.render.fps_base,
-            "bones": rig.joint_count,
-            "mapped_bones": sum(bool(i.source) for i in arm.kirin.joint_map) or None,
-            "meshes": [m.name for m in meshes],
-            "blend": os.path.abspath(out),
-            "preview": os.path.abspath(preview) if preview else None,
-            "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        }
-    finally:
-        disable_extension(module)
-    if report:
-        Path(report).write_text(json.dumps(summary, indent=2))
-    return summary
-
-
-def builtin_creature(seed: int = 0) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
-    """The built-in procedural quadruped (rig and skinned mesh made in code) in the scene."""
-    from ...kirin_addon.library.families import build_creature
-
-    creature = build_creature("quadruped", seed)
-    name = f"Kirin {creature.species.title()}"
-    arm = scene_io.create_armature(creature.rig, name)
-    body = scene_io.create_skinned_mesh(creature.mesh, arm, creature.rig, f"{name} Body")
-    material = bpy.data.materials.new(f"{name} Fur")
-    if material.node_tree is None and hasattr(material, "use_nodes"):
-        material.use_nodes = True  # 4.x; always on in 5.0
-    bsdf = material.node_tree.nodes.get("Principled BSDF") if material.node_tree else None
-    if bsdf is not None:
-        bsdf.inputs["Base Color"].default_value = (0.55, 0.33, 0.16, 1.0)
-    material.diffuse_color = (0.55, 0.33, 0.16, 1.0)
-    body.data.materials.append(material)
-    return arm, [body]
 
 
 def variants_side_by_side(arm: bpy.types.Object, meshes, rig, actions) -> list[bpy.types.Object]:
@@ -316,211 +314,17 @@ def variants_side_by_side(arm: bpy.types.Object, meshes, rig, actions) -> list[b
     return copies
 
 
-def run_generate(rig_file: str | None, prompt: str, out: str, image: str | None = None, frames: int = 96,
-                 variants: int = 3, seed: int = 0, guidance: float = 0.0, loop: bool = False,
-                 preview: str | None = None, report: str | None = None, fps: int = 30,
-                 preview_step: int = 2, preview_resolution: tuple[int, int] = (480, 270),
-                 backend_python: str | None = None, device: str = "auto", threads: int = 0,
-                 creature_seed: int = 0, still: str | None = None) -> dict:
-    """Generate Motion on `rig_file` (or the built-in creature) through the operator; save a .blend
-    (+ a preview of the variants side by side, and/or a still PNG of its middle frame, + a JSON report)."""
-    import sys
-
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    module = start_with_backend(backend_python, device, threads)
-    timings["start_blender"] = time.perf_counter() - t0
-    generate = sys.modules[f"{module}.operators.generate"]
-    try:
-        t = time.perf_counter()
-        if rig_file:
-            arm, meshes = import_rig_file(os.path.abspath(rig_file))
-        else:
-            arm, meshes = builtin_creature(creature_seed)
-        timings["load_rig"] = time.perf_counter() - t
-        activate(arm)
-        scene = bpy.context.scene
-        scene.render.fps, scene.render.fps_base = fps, 1.0
-        scene.frame_start = 1
-        t = time.perf_counter()
-        result = bpy.ops.kirin.generate_motion(prompt=prompt, image=image or "", frames=frames,
-                                               variants=variants, seed=seed, guidance=guidance, loop=loop)
-        timings["generate"] = time.perf_counter() - t
-        if result != {"FINISHED"}:
-            raise RuntimeError("Generate Motion failed; Blender printed the reason above.")
-        seconds_to_first_action = time.perf_counter() - t0
-        run = dict(generate.last_run)
-        rig = scene_io.read_rig(arm)
-        os.makedirs(os.path.dirname(os.path.abspath(out)) or ".", exist_ok=True)
-        t = time.perf_counter()
-        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out))
-        timings["save_blend"] = time.perf_counter() - t
-        if preview or still:
-            t = time.perf_counter()
-            actions = [bpy.data.actions[v["action"]] for v in run["variants"]]
-            copies = variants_side_by_side(arm, meshes, rig, actions)
-            # Several variants stand in a row across the direction of travel: look from higher up.
-            view = (1.0, -0.8, 0.7) if copies else (1.0, -0.35, 0.25)
-            setup_preview(arm, rig, os.path.abspath(preview or still), preview_resolution, others=copies,
-                          direction=view, follow=True)
-            if still:
-                os.makedirs(os.path.dirname(os.path.abspath(still)) or ".", exist_ok=True)
-                scene.frame_set((scene.frame_start + scene.frame_end) // 2)
-                scene.render.image_settings.file_format = "PNG"
-                scene.render.filepath = os.path.abspath(still)
-                bpy.ops.render.render(write_still=True)
-            if preview:
-                os.makedirs(os.path.dirname(os.path.abspath(preview)) or ".", exist_ok=True)
-                _video_output(scene, os.path.abspath(preview))
-                scene.frame_step = preview_step
-                bpy.ops.render.render(animation=True)
-            timings["render_preview"] = time.perf_counter() - t
-        summary = {
-            "device": run["device"],
-            "seconds_total": round(time.perf_counter() - t0, 3),
-            "seconds_to_first_action": round(seconds_to_first_action, 3),
-            "seconds_model": round(run["seconds_model"], 3),
-            "prompt": prompt,
-            "image": os.path.abspath(image) if image else None,
-            "rig": os.path.abspath(rig_file) if rig_file else "built-in creature",
-            "armature": arm.name,
-            "bones": rig.joint_count,
-            "meshes": [m.name for m in meshes],
-            "fps": fps,
-            "variants": [
-                {k: v.get(k) for k in ("action", "frames", "seed", "foot_skating", "jitter", "penetration",
-                                       "bone_length_error", "within_bounds", "retrieved")}
-                for v in run["variants"]
-            ],
-            "bounds": run.get("bounds"),
-            "blend": os.path.abspath(out),
-            "preview": os.path.abspath(preview) if preview else None,
-            "still": os.path.abspath(still) if still else None,
-            "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        }
-    finally:
-        disable_extension(module)
-    if report:
-        os.makedirs(os.path.dirname(os.path.abspath(report)) or ".", exist_ok=True)
-        Path(report).write_text(json.dumps(summary, indent=2))
-    return summary
-
-
-def _bvh_fps(path: Path) -> float:
-    """Blender's BVH importer keys one frame per BVH frame; the rate is in the file."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if line.strip().lower().startswith("frame time"):
-                return frame_rate(float(line.split(":")[1]))
-    raise ValueError(f"{path.name}: no 'Frame Time' line.")
-
-
-def world_motion(motion, world: np.ndarray):
-    """The motion of a rig moved by the similarity `world`: root path moved, local moves scaled."""
-    from ...kirin_addon.core.motion import Motion
-
-    scale = float(np.cbrt(np.linalg.det(world[:3, :3])))
-    root = motion.root_positions @ world[:3, :3].T + world[:3, 3]
-    moved = None if motion.translations is None else motion.translations * scale
-    return Motion(motion.fps, root, motion.rotations, moved)
-
-
-def armature_actions(arm: bpy.types.Object) -> list:
-    """Actions that animate this armature's bones (as left by an importer)."""
-    found = []
-    for action in bpy.data.actions:
-        bag = scene_io.action_channelbag(action, arm)
-        if bag is not None and any(fc.data_path.startswith("pose.bones") for fc in bag.fcurves):
-            found.append(action)
-    return found
-
-
-def run_ingest(folder: str, out: str, captions_csv: str | None = None, fps: float | None = 30.0,
-               test_rigs: tuple[str, ...] = (), seed: int = 0) -> dict:
-    """Import every BVH/glTF/FBX under `folder` with Blender's importers and write one clip per
-    action (resampled to `fps`; None keeps each file's rate), captioned from the CSV and/or species +
-    action name."""
-    from ...kirin_addon.library import ingest
-
-    table = ingest.CaptionTable.read(captions_csv) if captions_csv else ingest.CaptionTable()
-    files = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in ingest.INGEST_EXTENSIONS)
-    if not files:
-        raise ValueError(f"No BVH, glTF or FBX files under {folder}.")
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written, skipped = [], []
-    for index, path in enumerate(files):
-        bpy.ops.wm.read_factory_settings(use_empty=True)
-        try:
-            arm, _ = import_rig_file(str(path))
-            rig = scene_io.read_rig(arm)
-        except (ValueError, RuntimeError) as exc:
-            skipped.append({"file": path.name, "reason": str(exc)})
-            continue
-        scene = bpy.context.scene
-        scene_fps = scene.render.fps / scene.render.fps_base
-        source_fps = _bvh_fps(path) if path.suffix.lower() == ".bvh" else scene_fps
-        species = table.species.get(path.stem) or ingest.species_from_file(path)
-        family = table.family.get(path.stem) or ingest.guess_family(rig, scene_io.object_matrix(arm))
-        split = "test" if path.stem in test_rigs else "train"
-        actions = armature_actions(arm)
-        # Clips are stored in Blender's world axes (Z-up), whatever the armature object's turn.
-        world = scene_io.object_matrix(arm)
-        world_rig = rig.transformed(world)
-        if not actions:
-            skipped.append({"file": path.name, "reason": "no animation"})
-        for action in actions:
-            motion = world_motion(scene_io.read_action(arm, rig, action, fps=source_fps), world)
-            if motion.frame_count < 2:
-                skipped.append({"file": path.name, "action": action.name, "reason": "a single frame"})
-                continue
-            label = ingest.clip_label(action.name)
-            if fps:
-                motion = motion.resampled(fps)
-            clip_path = ingest.write_ingested_clip(
-                out_dir, path, action.name, world_rig, motion, species, family, split,
-                table.for_clip(path.stem, label), seed + index)
-            written.append({"clip": clip_path.name, "file": path.name, "action": action.name,
-                            "species": species, "family": family, "split": split,
-                            "frames": motion.frame_count, "frame_start": int(action.frame_range[0])})
-        print(f"[{index + 1}/{len(files)}] {path.name}: {len(actions)} clips", flush=True)
-    return {"clips": written, "skipped": skipped, "out": str(out_dir.resolve())}
-
-
-def encode_frames(frame_dir: str, out: str, fps: int = 30) -> str:
-    """Encode frame_*.png (one size) into an MP4 with Blender's sequencer and FFmpeg."""
-    frames = sorted(Path(frame_dir).glob("frame_*.png"))
-    if not frames:
-        raise ValueError(f"No frames in {frame_dir}.")
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    scene = bpy.context.scene
-    editor = scene.sequence_editor_create()
-    strip = editor.strips.new_image("grid", str(frames[0]), 1, 1)
-    for frame in frames[1:]:
-        strip.elements.append(frame.name)
-    from ...kirin_addon.library.render import read_png
-
-    height, width, _ = read_png(frames[0]).shape
-    scene.render.resolution_x, scene.render.resolution_y = width, height
-    scene.render.resolution_percentage = 100
-    scene.render.fps = fps
-    scene.frame_start, scene.frame_end = 1, len(frames)
-    scene.view_settings.view_transform = "Standard"
-    _video_output(scene, os.path.abspath(out))
+def render_animation(scene: bpy.types.Scene, path: str, step: int) -> None:
+    """Render every `step`-th frame; the scene's output is already set to `path` (its folder made here)."""
+    _make_parent(path)
+    scene.frame_step = step
     bpy.ops.render.render(animation=True)
-    return os.path.abspath(out)
 
 
-def run_preview(library: str, out: str, count: int = 9, frames: int = 90, cell: int = 160) -> dict:
-    """`kirin data preview`: a grid of clips of a library folder rendered into an MP4."""
-    from ...kirin_addon.io.clip import find_clips
-    from ...kirin_addon.library.preview import pick_clips, render_grid_frames
-
-    paths = find_clips(library)
-    if not paths:
-        raise ValueError(f"No clips (.npz) under {library}.")
-    chosen = pick_clips(paths, count)
-    frame_dir = Path(tempfile.mkdtemp(prefix="kirin-grid-"))
-    n = render_grid_frames(chosen, frame_dir, cell=cell, frames=frames)
-    video = encode_frames(str(frame_dir), out)
-    return {"video": video, "frames": n, "clips": [str(p) for p in chosen]}
+def render_still(scene: bpy.types.Scene, path: str) -> None:
+    """Render the scene's middle frame as the PNG `path`."""
+    _make_parent(path)
+    scene.frame_set((scene.frame_start + scene.frame_end) // 2)
+    scene.render.image_settings.file_format = "PNG"
+    scene.render.filepath = os.path.abspath(path)
+    bpy.ops.render.render(write_still=True)

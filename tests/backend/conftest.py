@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.families.build import build_creature
 
 
 @pytest.fixture(scope="session")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.backend.client import BackendError
 from kirin.kirin_addon.backend.protocol import encode_array, surface_to_json
+from kirin.kirin_addon.backend.results import BackendError
 from kirin.kirin_addon.core.skinning import linear_blend_skinning
 
 pytest.importorskip("scipy")
@@ -74,7 +74,7 @@ def test_transfer_refuses_bad_requests_with_a_clear_4xx(client, creature):
 
 
 def test_auto_bind_fits_a_rig_and_skins_the_mesh(client):
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     creature = build_creature("quadruped", 12)
     mesh = creature.mesh

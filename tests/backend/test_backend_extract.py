@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from video_support import FPS, SIZE, synthetic_files
 
-from kirin.kirin_addon.backend.client import BackendError, JobCancelledError, decode_extract
 from kirin.kirin_addon.backend.protocol import ProtocolError, extract_request, motion_to_json
+from kirin.kirin_addon.backend.results import BackendError, JobCancelledError, decode_extract
 from kirin.kirin_addon.backend.server.video import resample_positions
 from kirin.kirin_addon.core.motion import Motion
 from kirin.kirin_addon.video.mediapipe_pose import find_mediapipe_python
@@ -34,6 +34,7 @@ def fake_fit(monkeypatch):
     """models.video.fit.fit_motion replaced by a rest pose that records the evidence it was given (the
     backend runs in this process: the job imports the function when it runs)."""
     from kirin.models.video import fit as video_fit
+    from kirin.models.video.fit_config import VideoFitResult
 
     seen: dict = {}
 
@@ -44,7 +45,7 @@ def fake_fit(monkeypatch):
             time.sleep(seen.get("delay", 0.0))
         motion = Motion.rest(rig, evidence.frame_count, evidence.fps)
         error = np.zeros(evidence.frame_count)
-        return video_fit.VideoFitResult(motion, None, 1.0, error, 0.01, {"fake": True})
+        return VideoFitResult(motion, None, 1.0, error, 0.01, {"fake": True})
 
     monkeypatch.setattr(video_fit, "fit_motion", fit)
     return seen
@@ -56,7 +57,7 @@ def job_count(client) -> int:
 
 # ----------------------------------------------------------------------------- end to end
 def test_extract_fits_the_rig_to_the_video_at_the_scene_rate(client, files):
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     creature = build_creature("quadruped", 3)  # the one drawn in the video
     rig = creature.rig
@@ -79,7 +80,7 @@ def test_extract_fits_the_rig_to_the_video_at_the_scene_rate(client, files):
 
 
 def test_frame_range_stride_tracks_and_masks_reach_the_fit(client, files, fake_fit, tmp_path):
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
     from kirin.kirin_addon.library.render import write_png
 
     rig = build_creature("quadruped", 3).rig
@@ -112,7 +113,7 @@ def test_frame_range_stride_tracks_and_masks_reach_the_fit(client, files, fake_f
 
 def test_the_inverse_dynamics_start_is_used_or_said_to_be_unavailable(client, files, fake_fit, monkeypatch):
     from kirin.kirin_addon.backend.server.video import ExtractService
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     creature = build_creature("quadruped", 3)
     rig = creature.rig
@@ -146,7 +147,7 @@ def test_the_inverse_dynamics_start_is_used_or_said_to_be_unavailable(client, fi
 
 
 def test_a_running_extraction_cancels(client, files, fake_fit):
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     fake_fit["delay"] = 1.0
     rig = build_creature("quadruped", 3).rig
@@ -161,7 +162,7 @@ def test_a_running_extraction_cancels(client, files, fake_fit):
 
 
 def test_a_video_with_no_moving_subject_fails_the_job_clearly(client, files):
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     rig = build_creature("quadruped", 3).rig
     job = client.extract_motion(rig, files["still"])
@@ -200,7 +201,7 @@ def test_mediapipe_keypoints_reach_the_fit(client, fake_fit, tmp_path):
 
 
 def test_mediapipe_is_refused_for_a_quadruped_or_without_its_environment(client, files, monkeypatch):
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     rig = build_creature("quadruped", 3).rig
     before = job_count(client)
@@ -231,7 +232,7 @@ def test_mediapipe_is_refused_for_a_quadruped_or_without_its_environment(client,
     ({"stride": 0}, "stride"),
 ])
 def test_bad_requests_get_a_clear_4xx_and_no_job(client, files, tmp_path, change, message):
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     rig = build_creature("quadruped", 3).rig
     body = extract_request(rig, files["video"], keypoints_path=files["keypoints"])
@@ -256,7 +257,7 @@ def test_bad_requests_get_a_clear_4xx_and_no_job(client, files, tmp_path, change
 
 
 def test_request_and_result_are_checked_on_the_client(files):
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     rig = build_creature("quadruped", 3).rig
     with pytest.raises(ProtocolError, match="pixel positions"):
@@ -274,7 +275,7 @@ def test_request_and_result_are_checked_on_the_client(files):
 
 def test_resampling_at_scene_frame_positions_matches_motion_resampled():
     from kirin.kirin_addon.core.rotations import quat_from_axis_angle
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     rig = build_creature("quadruped", 3).rig
     rng = np.random.default_rng(0)
@@ -298,7 +299,7 @@ def test_mutated_extract_requests_are_refused_or_accepted_never_crash(files):
 
     from kirin.kirin_addon.backend.server.app import ExtractIn
     from kirin.kirin_addon.backend.server.video import ExtractService
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     rig = build_creature("quadruped", 3).rig
     valid = extract_request(rig, files["video"], keypoints_path=files["keypoints"],

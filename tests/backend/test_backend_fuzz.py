@@ -21,9 +21,10 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402 - schemathesis
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
 
-from kirin.kirin_addon.backend.protocol import generate_request  # noqa: E402
+from kirin.kirin_addon.backend.protocol import generate_to_json  # noqa: E402
 from kirin.kirin_addon.backend.server.app import Backend  # noqa: E402
 from kirin.kirin_addon.backend.server.generate import GenerationService  # noqa: E402
+from kirin.kirin_addon.generate.request import GenerateRequest  # noqa: E402
 
 MAX_EXAMPLES = 20
 SKIPPED = ("/v1/shutdown",)  # would end the run; covered in test_backend_process.py
@@ -133,7 +134,7 @@ def test_mutated_valid_requests_never_get_a_server_error(fuzzed):
     builder.add("hips", None, (0, 0, 1), (0, 0, 1.2))
     builder.add("leg.L", "hips", (0.2, 0, 1), (0.2, 0, 0.1))
     builder.add("leg.R", "hips", (-0.2, 0, 1), (-0.2, 0, 0.1))
-    valid = generate_request(builder.build(), "a walk", frames=8)
+    valid = generate_to_json(builder.build(), GenerateRequest("a walk", frames=8))
     paths = [p for p in _paths(valid) if p]
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     headers = {"Authorization": f"Bearer {fuzzed.token}", "Content-Type": "application/json"}

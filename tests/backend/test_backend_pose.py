@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.backend.client import BackendError, PoseResult
 from kirin.kirin_addon.backend.protocol import UNKNOWN_MESH_KEY_STATUS, pose_project_request
+from kirin.kirin_addon.backend.results import BackendError, PoseResult
 from kirin.kirin_addon.core.canonical import detect_canonical_frame
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.core.rotations import quat_identity

@@ -13,8 +13,10 @@ import time
 
 import pytest
 
-from kirin.kirin_addon.backend import client as backend_client
-from kirin.kirin_addon.backend.client import BackendClient, BackendError, BackendStopped
+from kirin.kirin_addon.backend import process as backend_process
+from kirin.kirin_addon.backend.client import BackendClient
+from kirin.kirin_addon.backend.results import BackendError, BackendStopped
+from kirin.kirin_addon.generate.request import GenerateRequest
 
 pytestmark = pytest.mark.slow
 
@@ -26,12 +28,12 @@ def _needs_server():
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     yield
-    backend_client.stop_backend()
+    backend_process.stop_backend()
 
 
 def _running_job(client, creature):
     """A job long enough to be caught mid-way, once it samples."""
-    job = client.generate(creature.rig, "a dog galloping", frames=1600, variants=8)
+    job = client.generate(creature.rig, GenerateRequest("a dog galloping", frames=1600, variants=8))
     deadline = time.monotonic() + 120
     while job.poll_once().state != "running" or job.status.progress < 0.06:
         assert time.monotonic() < deadline, job.status
@@ -40,11 +42,11 @@ def _running_job(client, creature):
 
 
 def test_backend_killed_mid_job_gives_a_clear_error_and_a_new_one_starts(creature):
-    client = backend_client.ensure_backend(sys.executable, device="cpu", threads=1, timeout=180)
-    process = backend_client.current_backend()
+    client = backend_process.ensure_backend(sys.executable, device="cpu", threads=1, timeout=180)
+    process = backend_process.current_backend()
     assert process is not None and process.alive
     assert stat.S_IMODE((process.folder / "token").stat().st_mode) == 0o600
-    assert backend_client.ensure_backend(sys.executable, device="cpu", threads=1) is client  # reused
+    assert backend_process.ensure_backend(sys.executable, device="cpu", threads=1) is client  # reused
     client.wait_ready(180)
     job = _running_job(client, creature)
     os.kill(process.pid, signal.SIGKILL)
@@ -53,13 +55,13 @@ def test_backend_killed_mid_job_gives_a_clear_error_and_a_new_one_starts(creatur
     assert info.value.message.startswith("The Kirin backend stopped")
     assert "killed by signal 9" in info.value.message
     # The next Generate starts a new backend, which works.
-    again = backend_client.ensure_backend(sys.executable, device="cpu", threads=1, timeout=180)
-    assert again is not client and backend_client.current_backend().pid != process.pid
-    result = again.generate(creature.rig, "a dog walking forward", frames=16).wait(180)
+    again = backend_process.ensure_backend(sys.executable, device="cpu", threads=1, timeout=180)
+    assert again is not client and backend_process.current_backend().pid != process.pid
+    result = again.generate(creature.rig, GenerateRequest("a dog walking forward", frames=16)).wait(180)
     assert result.variants[0].motion.frame_count == 16
-    folder = backend_client.current_backend().folder
-    backend_client.stop_backend()
-    assert backend_client.current_backend() is None and not folder.exists()
+    folder = backend_process.current_backend().folder
+    backend_process.stop_backend()
+    assert backend_process.current_backend() is None and not folder.exists()
 
 
 def test_unreachable_backend_is_a_clear_error():
@@ -70,7 +72,7 @@ def test_unreachable_backend_is_a_clear_error():
     with pytest.raises(BackendStopped, match="The Kirin backend stopped: nothing answers"):
         BackendClient(f"http://127.0.0.1:{port}", "token").health()
     with pytest.raises(BackendError, match="token"):
-        backend_client.ensure_backend(url=f"http://127.0.0.1:{port}")
+        backend_process.ensure_backend(url=f"http://127.0.0.1:{port}")
 
 
 def test_kirin_serve_prints_its_url_writes_a_private_token_and_shuts_down(tmp_path):

@@ -16,7 +16,7 @@ from kirin.kirin_addon.backend.protocol import (
     ProtocolError,
     decode_array,
     encode_array,
-    generate_request,
+    generate_to_json,
     mesh_from_json,
     mesh_to_json,
     motion_from_json,
@@ -26,6 +26,7 @@ from kirin.kirin_addon.backend.protocol import (
 )
 from kirin.kirin_addon.core.motion import Motion
 from kirin.kirin_addon.core.rig import RigError
+from kirin.kirin_addon.generate.request import GenerateRequest
 
 BACKEND = Path(__file__).resolve().parents[2] / "kirin_addon" / "backend"
 
@@ -126,8 +127,11 @@ def test_generate_request_is_plain_json(creature):
     import json
 
     keep = Motion.rest(creature.rig, 4)
-    body = generate_request(creature.rig, "a dog", mesh=creature.mesh, frames=8, keep=keep,
-                            keep_frames=[0, 3])
+    body = generate_to_json(
+        creature.rig,
+        GenerateRequest("a dog", frames=8, keep=keep, keep_frames=[0, 3]),
+        creature.mesh,
+    )
     assert json.loads(json.dumps(body, allow_nan=False))["keep"]["frames"] == [0, 3]
 
 
@@ -145,9 +149,9 @@ def _imports(path: Path) -> set[str]:
 def test_client_side_uses_only_the_standard_library_and_numpy():
     # Blender bundles numpy and nothing else that the backend uses.
     allowed = set(sys.stdlib_module_names) | {"numpy"}
-    for name in ("client.py", "protocol.py", "__init__.py"):
+    for name in ("client.py", "process.py", "results.py", "protocol.py", "__init__.py"):
         assert _imports(BACKEND / name) <= allowed, name
-    code = ("import sys, kirin.kirin_addon.backend.client\n"
+    code = ("import sys, kirin.kirin_addon.backend.client, kirin.kirin_addon.backend.process\n"
             "bad = {'torch', 'fastapi', 'uvicorn', 'pydantic', 'scipy', 'onnxruntime'} & set(sys.modules)\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

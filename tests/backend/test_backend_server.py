@@ -15,10 +15,12 @@ import zlib
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.backend.client import BackendClient, BackendError, GenerationJob, JobCancelledError
-from kirin.kirin_addon.backend.protocol import encode_array, generate_request, rig_to_json
+from kirin.kirin_addon.backend.client import BackendClient, GenerationJob
+from kirin.kirin_addon.backend.protocol import encode_array, generate_to_json, rig_to_json
+from kirin.kirin_addon.backend.results import BackendError, JobCancelledError
 from kirin.kirin_addon.core.motion import joint_positions
 from kirin.kirin_addon.eval.metrics import bone_length_error
+from kirin.kirin_addon.generate.request import GenerateRequest
 
 FRAMES = 24
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy for loopback
@@ -93,8 +95,11 @@ def test_client_with_a_wrong_token_gets_a_clear_error(backend):
 # ----------------------------------------------------------------------------- generate
 def test_generate_on_a_procedural_quadruped(client, creature):
     rig = creature.rig
-    job = client.generate(rig, "a dog trotting forward", mesh=creature.mesh, frames=FRAMES, variants=2,
-                          seed=3)
+    job = client.generate(
+        rig,
+        GenerateRequest("a dog trotting forward", frames=FRAMES, variants=2, seed=3),
+        mesh=creature.mesh,
+    )
     seen = []
     result = job.wait(timeout=120, on_progress=seen.append)
     assert [s.progress for s in seen] == sorted(s.progress for s in seen)
@@ -122,12 +127,20 @@ def test_generate_on_a_procedural_quadruped(client, creature):
 
 def test_frame_rate_and_kept_frames(client, creature):
     rig = creature.rig
-    at_24 = client.generate(rig, "a dog walking forward", frames=20, fps=24.0).wait(120).variants[0].motion
+    at_24 = client.generate(
+        rig,
+        GenerateRequest("a dog walking forward", frames=20, fps=24.0),
+    ).wait(120).variants[0].motion
     assert at_24.frame_count == 20 and at_24.fps == 24.0
-    first = client.generate(rig, "a dog walking forward", frames=32, seed=0).wait(120).variants[0].motion
+    first = client.generate(
+        rig,
+        GenerateRequest("a dog walking forward", frames=32, seed=0),
+    ).wait(120).variants[0].motion
     kept = np.arange(8)
-    second = client.generate(rig, "a dog jumping", frames=32, seed=5, keep=first,
-                             keep_frames=kept).wait(120).variants[0].motion
+    second = client.generate(
+        rig,
+        GenerateRequest("a dog jumping", frames=32, seed=5, keep=first, keep_frames=kept),
+    ).wait(120).variants[0].motion
     a, b = joint_positions(rig, first), joint_positions(rig, second)
     held = np.abs(a[kept] - b[kept]).max()
     assert held < 0.1 * rig.body_size  # the clean-up may move the feet a little
@@ -137,10 +150,13 @@ def test_frame_rate_and_kept_frames(client, creature):
 def test_reference_image_by_path_and_by_bytes(client, creature, tmp_path):
     image = tmp_path / "pose.png"
     png_file(image)
-    job = client.generate(creature.rig, "a dog", image=str(image), frames=16)
+    job = client.generate(creature.rig, GenerateRequest("a dog", image=str(image), frames=16))
     assert len(job.wait(120).variants) == 1
     # The bytes, as the client sends them to a backend on another machine (no prompt: image only).
-    status = client.submit(generate_request(creature.rig, None, image_data=image.read_bytes(), frames=16))
+    status = client.submit(generate_to_json(
+        creature.rig,
+        GenerateRequest(None, image=image.read_bytes(), frames=16),
+    ))
     assert len(GenerationJob(client, status["id"], creature.rig.joint_count, 16, 1).wait(120).variants) == 1
 
 
@@ -151,7 +167,7 @@ def test_generation_error_fails_the_job_with_its_message(client, backend, creatu
         raise GenerationError("The frames to keep are for a different rig.")
 
     monkeypatch.setattr(backend.service.model, "generate", refuse)
-    job = client.generate(creature.rig, "a dog", frames=FRAMES)
+    job = client.generate(creature.rig, GenerateRequest("a dog", frames=FRAMES))
     with pytest.raises(BackendError, match="different rig"):
         job.wait(60)
     assert job.status.state == "failed"
@@ -160,8 +176,8 @@ def test_generation_error_fails_the_job_with_its_message(client, backend, creatu
 # ----------------------------------------------------------------------------- cancel and load
 def test_cancel_stops_a_running_job_and_leaves_nothing_behind(client, backend, creature):
     before = client.health()["jobs"]  # the backend is shared by the session's tests
-    long = client.generate(creature.rig, "a dog galloping", frames=1200, variants=8)
-    after = client.generate(creature.rig, "a dog walking", frames=FRAMES)
+    long = client.generate(creature.rig, GenerateRequest("a dog galloping", frames=1200, variants=8))
+    after = client.generate(creature.rig, GenerateRequest("a dog walking", frames=FRAMES))
     deadline = time.monotonic() + 60
     while long.poll_once().state != "running" or long.status.progress < 0.06:
         assert time.monotonic() < deadline
@@ -184,7 +200,7 @@ def test_cancel_stops_a_running_job_and_leaves_nothing_behind(client, backend, c
 
 
 def test_twenty_concurrent_jobs_all_complete(client, creature):
-    body = generate_request(creature.rig, "a dog walking forward", frames=8)
+    body = generate_to_json(creature.rig, GenerateRequest("a dog walking forward", frames=8))
     statuses, errors = [None] * 20, []
 
     def submit(i):
@@ -207,7 +223,7 @@ def test_twenty_concurrent_jobs_all_complete(client, creature):
 
 # ----------------------------------------------------------------------------- bad input
 def _body(creature, **changes):
-    body = generate_request(creature.rig, "a dog walking", frames=FRAMES)
+    body = generate_to_json(creature.rig, GenerateRequest("a dog walking", frames=FRAMES))
     body.update(changes)
     return body
 
@@ -283,15 +299,15 @@ def test_malformed_requests_and_unknown_jobs(backend):
 
 def test_client_raises_backend_error_for_bad_input(client, creature):
     with pytest.raises(BackendError) as info:
-        client.generate(creature.rig, "", frames=FRAMES)
+        client.generate(creature.rig, GenerateRequest("", frames=FRAMES))
     assert info.value.status == 422 and "prompt is empty" in info.value.message
     with pytest.raises(BackendError) as info:
-        client.generate(creature.rig, "a dog", frames=100000)
+        client.generate(creature.rig, GenerateRequest("a dog", frames=100000))
     assert info.value.status == 422 and "frames" in info.value.message
 
 
 def test_result_of_an_unfinished_job_is_409(client, creature):
-    job = client.generate(creature.rig, "a dog", frames=400, variants=4)
+    job = client.generate(creature.rig, GenerateRequest("a dog", frames=400, variants=4))
     with pytest.raises(BackendError) as info:
         client.result(job.id)
     assert info.value.status == 409 and "not ready" in info.value.message

@@ -18,9 +18,9 @@ import pytest
 from pose_support import random_poses
 
 from kirin.kirin_addon.bind.heat_weights import HeatConfig, heat_weights, rig_heat_weights, segment_distances
-from kirin.kirin_addon.bind.weight_transfer import to_dense, to_sparse
+from kirin.kirin_addon.bind.skin_weights import to_dense, to_sparse
 from kirin.kirin_addon.core.skinning import linear_blend_skinning
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.families.build import build_creature
 
 pytest.importorskip("scipy")
 

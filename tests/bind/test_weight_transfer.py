@@ -9,21 +9,17 @@ import numpy as np
 import pytest
 from pose_support import random_poses
 
+from kirin.kirin_addon.bind.closest_surface import SurfaceIndex, closest_points
+from kirin.kirin_addon.bind.mesh_geometry import cotangent_laplacian, vertex_normals
+from kirin.kirin_addon.bind.skin_weights import limit_influences, to_dense, to_sparse
 from kirin.kirin_addon.bind.weight_transfer import (
     METHODS,
     TransferConfig,
-    _SurfaceIndex,
-    closest_points,
-    cotangent_laplacian,
-    limit_influences,
     nearest_vertex_weights,
-    to_dense,
-    to_sparse,
     transfer_weights,
-    vertex_normals,
 )
 from kirin.kirin_addon.core.skinning import linear_blend_skinning
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.families.build import build_creature
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -124,7 +120,7 @@ def test_closest_points_on_a_creature():
     reference = brute_force_distance(mesh.vertices, mesh.triangles, queries)
     _, _, dist = closest_points(mesh.vertices, mesh.triangles, queries)
     assert np.abs(dist - reference).max() < 1e-9
-    _, _, fast, certified = _SurfaceIndex(mesh.vertices, mesh.triangles).query(queries, exact=False)
+    _, _, fast, certified = SurfaceIndex(mesh.vertices, mesh.triangles).query(queries, exact=False)
     assert certified.mean() > 0.2 and np.abs(fast - reference)[certified].max() < 1e-9
     assert np.all(fast >= reference - 1e-12) and np.abs(fast - reference).max() < 1e-3 * beast.rig.body_size
 

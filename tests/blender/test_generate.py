@@ -199,10 +199,9 @@ def test_panel_settings_drive_the_operator(creature):
 # ----------------------------------------------------------------------------- the modal path's job
 def test_modal_task_polls_to_the_result_and_cancel_leaves_nothing(creature, gen):
     """What modal() does on each timer tick, without timers: poll_once until done; Esc cancels."""
-    client_mod = ext("kirin_addon.backend.client")
     options = {"prompt": "a wolf trotting forward", "image": "", "frames": FRAMES, "variants": 2, "seed": 0,
                "guidance": 0.0, "loop": False, "inbetween": False}
-    request = gen.read_request(bpy.context, **options)
+    request = gen.read_request(bpy.context, gen.GenerateSettings(**options))
     task = gen.GenerationTask(gen.connect(bpy.context), request)
     polls = 0
     result = None
@@ -216,11 +215,12 @@ def test_modal_task_polls_to_the_result_and_cancel_leaves_nothing(creature, gen)
     assert [a.name for a in actions] == [name, f"{name} #2"]
 
     state = scene_state()
-    long_request = gen.read_request(bpy.context, **{**options, "frames": 600, "variants": 4})
+    long_settings = gen.GenerateSettings(**{**options, "frames": 600, "variants": 4})
+    long_request = gen.read_request(bpy.context, long_settings)
     busy = gen.GenerationTask(gen.connect(bpy.context), long_request)
     queued = gen.GenerationTask(gen.connect(bpy.context), request)
     queued.cancel()  # Esc
-    with pytest.raises(client_mod.JobCancelledError):
+    with pytest.raises(ext("kirin_addon.backend.results").JobCancelledError):
         while queued.poll() is None:
             pass
     busy.cancel()
@@ -265,7 +265,7 @@ def tick(cls, op, context, kind="TIMER", value="NOTHING"):
 def test_modal_path_ticks_to_the_actions_esc_cancels_and_a_dead_backend_is_reported(creature, gen):
     options = {"prompt": "a wolf trotting forward", "image": "", "frames": FRAMES, "variants": 2, "seed": 0,
                "guidance": 0.0, "loop": False, "inbetween": False}
-    request = gen.read_request(bpy.context, **options)
+    request = gen.read_request(bpy.context, gen.GenerateSettings(**options))
 
     cls, op, context = _modal_operator(gen, gen.GenerationTask(gen.connect(bpy.context), request))
     ticks, outcome = 0, {"PASS_THROUGH"}
@@ -279,17 +279,17 @@ def test_modal_path_ticks_to_the_actions_esc_cancels_and_a_dead_backend_is_repor
     assert context.window_manager.removed == ["timer"] and op._task is None
 
     state = scene_state()
-    busy = gen.GenerationTask(gen.connect(bpy.context),
-                              gen.read_request(bpy.context, **{**options, "frames": 600, "variants": 4}))
+    long_settings = gen.GenerateSettings(**{**options, "frames": 600, "variants": 4})
+    busy = gen.GenerationTask(gen.connect(bpy.context), gen.read_request(bpy.context, long_settings))
     cls, op, context = _modal_operator(gen, gen.GenerationTask(gen.connect(bpy.context), request))
     assert tick(cls, op, context, "ESC", "PRESS") == {"CANCELLED"}
     assert op.reports[-1][0] == "WARNING" and "cancelled" in op.reports[-1][1]
     busy.cancel()
     assert scene_state() == state
 
-    client_mod = ext("kirin_addon.backend.client")
+    process_mod = ext("kirin_addon.backend.process")
     cls, op, context = _modal_operator(gen, gen.GenerationTask(gen.connect(bpy.context), request))
-    process = client_mod.current_backend()
+    process = process_mod.current_backend()
     process.popen.kill()
     process.popen.wait(10)
     outcome = tick(cls, op, context)
@@ -343,12 +343,13 @@ def test_backend_killed_mid_job(creature, gen, monkeypatch):
     """The backend dies while the job runs: a clear error, nothing changed; the next Generate
     starts a new backend and works."""
     client_mod = ext("kirin_addon.backend.client")
+    process_mod = ext("kirin_addon.backend.process")
     assert generate() == {"FINISHED"}  # a backend is running
-    first = client_mod.current_backend()
+    first = process_mod.current_backend()
     original = client_mod.GenerationJob.poll_once
 
     def killed(self, *args, **kwargs):
-        process = client_mod.current_backend()
+        process = process_mod.current_backend()
         if process is not None and process.alive:
             process.popen.kill()
             process.popen.wait(10)
@@ -362,7 +363,7 @@ def test_backend_killed_mid_job(creature, gen, monkeypatch):
     monkeypatch.setattr(client_mod.GenerationJob, "poll_once", original)
 
     assert generate(seed=2) == {"FINISHED"}
-    assert client_mod.current_backend().pid != first.pid
+    assert process_mod.current_backend().pid != first.pid
     assert scene_state() != before
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from kirin.kirin_addon.core.motion import forward_kinematics
 from kirin.kirin_addon.io.clip import load_clip
+from kirin.operators.headless.library import run_ingest
 
 from assets_support import ASSETS
 from blender_support import bpy, headless, scene_io
@@ -24,7 +25,7 @@ def ingested(tmp_path_factory):
     out = tmp_path_factory.mktemp("clips")
     csv = folder / "captions.csv"
     csv.write_text("file,clip,caption,species,family\n01_01.bvh,,a man walks and jumps around,man,biped\n")
-    report = headless.run_ingest(str(folder), str(out), captions_csv=str(csv), fps=None, test_rigs=("Fox",))
+    report = run_ingest(str(folder), str(out), captions_csv=str(csv), fps=None, test_rigs=("Fox",))
     return out, report
 
 

@@ -365,7 +365,7 @@ def test_drag_moves_the_bone_keeps_pins_and_escape_restores_exactly(creature):
 
     class Dead:
         def project_pose(self, *args, **kwargs):
-            raise ext("kirin_addon.backend.client").BackendError("The Kirin backend stopped.")
+            raise ext("kirin_addon.backend.results").BackendError("The Kirin backend stopped.")
 
     session.client = Dead()
     assert pose_space.drag_modal(op, bpy.context, event("MOUSEMOVE", x=80.0)) == {"CANCELLED"}

@@ -99,8 +99,9 @@ def test_movie_clip_tracks_are_read_in_pixels_and_assigned_by_name(creature, fil
     assert bpy.ops.kirin.list_video_tracks() == {"FINISHED"}
     assigned = {item.name: item.bone for item in settings.video_tracks}
     assert assigned == {bone: bone, "a speck of dust": ""}  # a track named like a bone follows it
-    request = kirin.read_request(bpy.context, video="", first=1, last=0, stride=1, keypoints="",
-                                 silhouettes="NONE", masks="", clip=clip.name, epochs=1, idm=False)
+    request = kirin.read_request(bpy.context, kirin.VideoSettings(
+        video="", first=1, last=0, stride=1, keypoints="", silhouettes="NONE", masks="", clip=clip.name,
+        epochs=1, idm=False))
     assert request.video == os.path.abspath(files["video"])  # the clip's own file
     assert list(request.tracks) == [bone]
     assert np.allclose(request.tracks[bone], expected, atol=1e-3, equal_nan=True)
@@ -149,10 +150,10 @@ def test_extract_writes_a_new_action_keeps_the_old_and_undoes(creature, files, k
 def test_modal_task_shows_progress_and_esc_cancels_leaving_nothing(creature, files, kirin):
     """What modal() does on each timer tick, without timers: poll until the fit runs; Esc cancels it
     and nothing in the scene changed."""
-    client_mod = ext("kirin_addon.backend.client")
-    request = kirin.read_request(bpy.context, video=files["video"], first=1, last=0, stride=1,
-                                 keypoints=files["keypoints"], silhouettes="BACKGROUND", masks="", clip="",
-                                 epochs=50, idm=False)
+    results_mod = ext("kirin_addon.backend.results")
+    request = kirin.read_request(bpy.context, kirin.VideoSettings(
+        video=files["video"], first=1, last=0, stride=1, keypoints=files["keypoints"],
+        silhouettes="BACKGROUND", masks="", clip="", epochs=50, idm=False))
     state = scene_state()
     task = kirin.VideoTask(kirin.connect(bpy.context), request)
     deadline = time.monotonic() + 300
@@ -161,7 +162,7 @@ def test_modal_task_shows_progress_and_esc_cancels_leaving_nothing(creature, fil
         assert "Kirin: extracting motion from 'walk.mp4'" in task.progress_text
         time.sleep(0.05)
     task.cancel()  # Esc
-    with pytest.raises(client_mod.JobCancelledError):
+    with pytest.raises(results_mod.JobCancelledError):
         while time.monotonic() < deadline:
             task.job.poll_once(wait=0.5)
             task.poll()
@@ -211,7 +212,7 @@ def test_cockatoo_video_on_a_procedural_bird(kirin):
     """The whole real clip end to end, from its silhouettes alone: 280 frames (20 fps, 1280×720) from a
     hand-held camera that drifts, a cockatoo on a perch that walks up to the lens (close-ups fill the
     frame, where nothing separates) and backs off. Every 4th frame, one epoch."""
-    from kirin.kirin_addon.library.families import build_creature
+    from kirin.kirin_addon.library.families.build import build_creature
 
     bird = build_creature("bird", 1)
     arm = scene_io.create_armature(bird.rig, "Bird")

@@ -11,6 +11,7 @@ from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.core.rig import rig_from_bones
 from kirin.kirin_addon.core.rotations import quat_identity
 from kirin.kirin_addon.eval import metrics as M
+from kirin.kirin_addon.eval.report import evaluate_motion
 from kirin.kirin_addon.library.procedural import BipedSpec, biped_walk, build_biped, capsule_mesh
 
 FPS = 30.0
@@ -48,7 +49,7 @@ def synthetic_gait(freq: float = 1.5, duty: float = 0.6, fps: float = 60.0, seco
 # ----------------------------------------------------------------------------- contacts & skating
 def test_sliding_foot_skates_at_its_speed_per_frame():
     speed = 0.6
-    stats = M.foot_skating(sliding_foot(speed), [1], FPS, body_size=1.0)
+    stats = M.foot_skating(sliding_foot(speed), [1], FPS, ground=M.Ground(body_size=1.0))
     assert stats.contact_steps == 39
     assert stats.mean == pytest.approx(speed / FPS)
     assert stats.max == pytest.approx(speed / FPS)
@@ -57,31 +58,32 @@ def test_sliding_foot_skates_at_its_speed_per_frame():
     assert stats.weighted == pytest.approx(speed / FPS)  # on the ground: full weight
     assert stats.ratio == 1.0  # 0.6 m/s > 0.25 body sizes/s
     # Speed-gated contacts see no contact at all: that is why skating uses height alone.
-    assert not M.foot_contacts(sliding_foot(speed), [1], FPS, body_size=1.0).any()
+    assert not M.foot_contacts(sliding_foot(speed), [1], FPS, ground=M.Ground(body_size=1.0)).any()
 
 
 def test_skating_weight_falls_with_height():
-    half = M.foot_skating(sliding_foot(0.6, height=0.015), [1], FPS, floor=0.0, body_size=1.0)
+    on_floor = M.Ground(floor=0.0, body_size=1.0)
+    half = M.foot_skating(sliding_foot(0.6, height=0.015), [1], FPS, ground=on_floor)
     assert half.mean == pytest.approx(0.6 / FPS)
     assert half.weighted == pytest.approx(0.6 / FPS * (2 - 2**0.5))  # h = H/2
 
 
 def test_planted_foot_does_not_skate_and_is_in_contact():
     positions = sliding_foot(0.0)
-    stats = M.foot_skating(positions, [1], FPS, body_size=1.0)
+    stats = M.foot_skating(positions, [1], FPS, ground=M.Ground(body_size=1.0))
     assert stats.contact_steps == 39 and stats.mean == 0.0 and stats.max == 0.0 and stats.ratio == 0.0
-    assert M.foot_contacts(positions, [1], FPS, body_size=1.0).all()
+    assert M.foot_contacts(positions, [1], FPS, ground=M.Ground(body_size=1.0)).all()
 
 
 def test_lifted_foot_has_no_contact_and_no_skating():
     lifted = sliding_foot(0.6, height=0.5)
-    stats = M.foot_skating(lifted, [1], FPS, floor=0.0, body_size=1.0)
+    stats = M.foot_skating(lifted, [1], FPS, ground=M.Ground(floor=0.0, body_size=1.0))
     assert stats.contact_steps == 0 and stats.mean == 0.0 and stats.weighted == 0.0
     # With the floor estimated from the feet, a planted second foot sets it.
     both = np.concatenate([lifted, sliding_foot(0.0)[:, 1:]], axis=1)
-    contacts = M.foot_contacts(both, [1, 2], FPS, body_size=1.0)
+    contacts = M.foot_contacts(both, [1, 2], FPS, ground=M.Ground(body_size=1.0))
     assert not contacts[:, 0].any() and contacts[:, 1].all()
-    assert M.foot_skating(both, [1, 2], FPS, body_size=1.0).mean == 0.0
+    assert M.foot_skating(both, [1, 2], FPS, ground=M.Ground(body_size=1.0)).mean == 0.0
 
 
 def test_contact_hysteresis_and_debounce():
@@ -90,19 +92,20 @@ def test_contact_hysteresis_and_debounce():
     limit = 0.03
     positions[:, 1, 2] = np.where(np.arange(frames) % 2, 0.8 * limit, 1.2 * limit)  # hovers around H
     positions[0, 1, 2] = 0.8 * limit
-    held = M.foot_contacts(positions, [1], FPS, floor=0.0, body_size=1.0)
+    held = M.foot_contacts(positions, [1], FPS, ground=M.Ground(floor=0.0, body_size=1.0))
     assert held.all()  # entered below H, never above 1.5 H
-    flicker = M.foot_contacts(positions, [1], FPS, floor=0.0, body_size=1.0, release=1.0, min_duration=0.0)
+    flicker = M.foot_contacts(positions, [1], FPS, ground=M.Ground(floor=0.0, body_size=1.0), release=1.0,
+                              min_duration=0.0)
     assert flicker[1::2, 0].all() and not flicker[2::2, 0].any()
 
     hop = sliding_foot(0.0, frames=frames)
     hop[15, 1, 2] = 0.2  # a one-frame hop is flicker
     hop[3, 0, 2] = 1.0
-    assert M.foot_contacts(hop, [1], FPS, floor=0.0, body_size=1.0).all()
+    assert M.foot_contacts(hop, [1], FPS, ground=M.Ground(floor=0.0, body_size=1.0)).all()
     blip = sliding_foot(0.0, frames=frames)
     blip[:, 1, 2] = 0.2
     blip[15, 1, 2] = 0.0  # touching the ground for one frame is no contact
-    assert not M.foot_contacts(blip, [1], FPS, floor=0.0, body_size=1.0).any()
+    assert not M.foot_contacts(blip, [1], FPS, ground=M.Ground(floor=0.0, body_size=1.0)).any()
 
 
 # ----------------------------------------------------------------------------- penetration
@@ -268,7 +271,7 @@ def test_root_drift_in_place_and_travelling():
 # ----------------------------------------------------------------------------- report
 def test_evaluate_motion_report(walk):
     rig, motion = walk
-    report = M.evaluate_motion(rig, motion)
+    report = evaluate_motion(rig, motion)
     data = report.as_dict()
     json.dumps(data, allow_nan=False)
     assert data["feet"] == ["mixamorig:LeftToeBase", "mixamorig:RightToeBase"]
@@ -281,7 +284,7 @@ def test_evaluate_motion_report(walk):
     turn = np.array([[1.0, 0, 0, 0], [0, 0, 1, 0], [0, -1, 0, 0], [0, 0, 0, 1]])
     y_rig = rig.transformed(turn)
     y_positions = joint_positions(rig, motion) @ turn[:3, :3].T
-    y_report = M.evaluate_motion(y_rig, y_positions, up=[0, 1, 0], fps=motion.fps)
+    y_report = evaluate_motion(y_rig, y_positions, up=[0, 1, 0], fps=motion.fps)
     assert y_report.feet == report.feet
     for group in ("skating", "jitter", "drift", "gait"):
         for key, value in data[group].items():
@@ -291,7 +294,7 @@ def test_evaluate_motion_report(walk):
                 continue
             assert other == pytest.approx(value, rel=1e-6, abs=1e-9), (group, key)
 
-    skinned = M.evaluate_motion(rig, motion, mesh=capsule_mesh(rig))
+    skinned = evaluate_motion(rig, motion, mesh=capsule_mesh(rig))
     assert skinned.penetration.max_depth > report.penetration.max_depth  # capsules reach below the toes
 
 
@@ -300,6 +303,6 @@ def test_evaluate_broken_motion_does_not_raise():
     rotations = quat_identity((8, 3))
     rotations[3] = np.nan
     root = np.repeat(rig.heads[:1], 8, axis=0)
-    report = M.evaluate_motion(rig, Motion(FPS, root, rotations), feet=[2])
+    report = evaluate_motion(rig, Motion(FPS, root, rotations), feet=[2])
     assert report.broken and any("non-finite" in r for r in report.broken_reasons)
     json.dumps(report.as_dict(), allow_nan=False)

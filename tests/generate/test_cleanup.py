@@ -10,10 +10,10 @@ import pytest
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.core.rig import RigBuilder
 from kirin.kirin_addon.core.rotations import quat_from_axis_angle, quat_multiply
-from kirin.kirin_addon.eval.metrics import bone_length_error, foot_skating
-from kirin.kirin_addon.generate.cleanup import clean_motion, leg_chain
-from kirin.kirin_addon.library.controllers import generate
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.eval.metrics import Ground, bone_length_error, foot_skating
+from kirin.kirin_addon.generate.cleanup import CleanupOptions, clean_motion, leg_chain
+from kirin.kirin_addon.library.controllers.dispatch import generate
+from kirin.kirin_addon.library.families.build import build_creature
 
 FAMILIES = ("biped", "quadruped", "spider")
 
@@ -65,8 +65,9 @@ def test_perturbed_walk_is_locked_lifted_and_rigid(walk) -> None:
     result = clean_motion(rig, noisy, clip.contacts, feet)
     positions = joint_positions(rig, result.motion)
 
-    before = foot_skating(joint_positions(rig, noisy), feet, noisy.fps, clip.contacts, body_size=size)
-    after = foot_skating(positions, feet, noisy.fps, clip.contacts, body_size=size)
+    ground = Ground(body_size=size)
+    before = foot_skating(joint_positions(rig, noisy), feet, noisy.fps, clip.contacts, ground=ground)
+    after = foot_skating(positions, feet, noisy.fps, clip.contacts, ground=ground)
     assert before.mean_rel > 1e-3  # the perturbation really makes feet slide
     assert result.unreached == 0
     assert after.max_rel <= 1e-9
@@ -100,7 +101,8 @@ def test_frames_away_from_contacts_are_untouched(walk) -> None:
     rig = creature.rig
     noisy = perturb(creature, clip.motion, seed=3)
     # Short blends, so that even a walk's short swings have frames out of every lock's reach.
-    result = clean_motion(rig, noisy, clip.contacts, feet, fix_penetration=False, blend_frames=1)
+    options = CleanupOptions(fix_penetration=False, blend_frames=1)
+    result = clean_motion(rig, noisy, clip.contacts, feet, options)
     before, after = joint_positions(rig, noisy), joint_positions(rig, result.motion)
     change = np.linalg.norm(after - before, axis=-1)  # (T,J)
     limit = 1e-9 * rig.body_size
@@ -131,7 +133,8 @@ def test_lock_fades_in_and_out_without_pops(walk) -> None:
     sampled = joint_positions(rig, noisy)[:, feet]
 
     def feet_after(blend: int):
-        result = clean_motion(rig, noisy, clip.contacts, feet, fix_penetration=False, blend_frames=blend)
+        options = CleanupOptions(fix_penetration=False, blend_frames=blend)
+        result = clean_motion(rig, noisy, clip.contacts, feet, options)
         return result, joint_positions(rig, result.motion)[:, feet]
 
     def largest(values: np.ndarray, order: int) -> float:
@@ -232,7 +235,7 @@ def test_bad_input_is_refused_clearly() -> None:
     with pytest.raises(ValueError, match="repeat"):
         clean_motion(rig, motion, None, [feet[0], feet[0]])
     with pytest.raises(ValueError, match="blend_frames"):
-        clean_motion(rig, motion, None, feet, blend_frames=-1)
+        clean_motion(rig, motion, None, feet, CleanupOptions(blend_frames=-1))
     short = Motion(30.0, motion.root_positions, motion.rotations[:, :-1])
     with pytest.raises(ValueError, match="joints"):
         clean_motion(rig, short, None, feet)
@@ -251,7 +254,7 @@ def test_a_label_under_a_striding_foot_is_not_locked(walk) -> None:
     dragged = np.abs(joint_positions(rig, blind.motion) - joint_positions(rig, clip.motion)).max()
     assert dragged > 0.1 * rig.body_size  # what the doubt is for: the legs were pulled far
 
-    confirmed = clean_motion(rig, clip.motion, always, feet, confirm=True)
+    confirmed = clean_motion(rig, clip.motion, always, feet, CleanupOptions(confirm=True))
     # Swing frames of the clean walk are neither low nor slow (but near lift-off and touch-down):
     # most are not contacts any more.
     assert confirmed.contacts[~clip.contacts].mean() < 0.3
@@ -259,7 +262,7 @@ def test_a_label_under_a_striding_foot_is_not_locked(walk) -> None:
     moved = np.abs(joint_positions(rig, confirmed.motion) - joint_positions(rig, clip.motion)).max()
     assert moved < 0.02 * rig.body_size
 
-    limited = clean_motion(rig, clip.motion, always, feet, max_lock=0.3)
+    limited = clean_motion(rig, clip.motion, always, feet, CleanupOptions(max_lock=0.3))
     assert not limited.contacts.any()  # every whole-clip run would move its foot a stride or more
     assert any("left as sampled" in note for note in limited.notes)
     assert np.abs(joint_positions(rig, limited.motion) - joint_positions(rig, clip.motion)).max() < 1e-6

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.library import calibration
-from kirin.kirin_addon.library.controllers import generate
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.controllers.dispatch import generate
+from kirin.kirin_addon.library.families.build import build_creature
 
 
 def treadmill(frames=30, fps=30.0, duty=0.6, sweep=0.8, leg=1.0, bob=0.1, lift=0.2):

@@ -9,23 +9,15 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.core.creature import FAMILIES
-from kirin.kirin_addon.library import captions as C
-from kirin.kirin_addon.library.captions import (
-    ACTIONS,
-    HELDOUT_TEMPLATES,
-    PARAPHRASE_TEMPLATES,
-    MotionDescription,
-    action_words,
-    caption_key,
-    chain,
-    describe_clip_name,
-    heldout_caption,
-    paraphrases,
-    species_words,
-    speed_bucket,
-    speed_word,
-    subject_nouns,
-)
+from kirin.kirin_addon.library.captions import lexicon as lex
+from kirin.kirin_addon.library.captions import phrasing, render
+from kirin.kirin_addon.library.captions.clip_names import describe_clip_name
+from kirin.kirin_addon.library.captions.description import MotionDescription, chain
+from kirin.kirin_addon.library.captions.heldout import HELDOUT_TEMPLATES, heldout_caption
+from kirin.kirin_addon.library.captions.lexicon import ACTIONS, action_words, species_words, subject_nouns
+from kirin.kirin_addon.library.captions.paraphrase import PARAPHRASE_TEMPLATES, paraphrases
+from kirin.kirin_addon.library.captions.phrasing import speed_bucket, speed_word
+from kirin.kirin_addon.library.captions.render import caption_key
 
 SPECIES = {"quadruped": "wolf", "biped": "human", "bird": "pigeon", "hexapod": "ant", "spider": "tarantula",
            "serpent": "cobra", "dragon": "dragon", "fish": "trout"}
@@ -58,11 +50,11 @@ def _has(caption: str, phrase: str) -> bool:
 def _verb_patterns(family: str, action: str, species: str) -> list[re.Pattern]:
     """Each verb form as a pattern: words may come between a phrase's head and its '^' tail, and
     a trailing "along"/"about" may be dropped; gait nouns count too."""
-    words = C._words(family, action)
+    words = lex._words(family, action)
     out = [re.compile(r"\b" + re.escape(n) + r"\b") for n in words.nouns]
     for phrase in words.phrases:
         for form in (phrase.third, phrase.gerund):
-            head, _, tail = C._resolve(form, species).partition("^")
+            head, _, tail = lex._resolve(form, species).partition("^")
             head = re.sub(r"^(mov\w*) about$|^(.*) along$", r"\1\2", head.strip())
             rx = r"\b" + re.escape(head) + r"\b" + (r".*\b" + re.escape(tail.strip()) if tail.strip() else "")
             out.append(re.compile(rx, re.IGNORECASE))
@@ -92,8 +84,8 @@ def test_vocabulary_covers_every_family() -> None:
     assert set(ACTIONS) == set(FAMILIES)
     for family, names in REQUIRED.items():
         assert set(names.split()) <= set(ACTIONS[family]), family
-    for action in C.lexicon():
-        words = C._words("quadruped", action)
+    for action in lex.lexicon():
+        words = lex._words("quadruped", action)
         assert len(words.phrases) >= 3, action
     assert "jogs" in action_words("quadruped", "trot")
     assert "runs at full speed" in action_words("quadruped", "gallop")
@@ -113,14 +105,14 @@ def test_species_words_and_hypernyms() -> None:
         assert words[0] == species and len(words) >= 2, species
     assert species_words("okapi") == ["okapi"]
     assert subject_nouns("okapi", "quadruped") == ["okapi", "animal"]
-    assert C.species_family("tarantula") == "spider" and C.species_family("okapi") is None
+    assert lex.species_family("tarantula") == "spider" and lex.species_family("okapi") is None
 
 
 def test_speed_words_relative_to_size() -> None:
     assert speed_word("quadruped", "walk", 0.3, 0.5) in ("very slowly", "slowly")
     assert speed_word("quadruped", "gallop", 12.0, 0.9) == "at full speed"
     # the same speed is fast for a rat and slow for a horse
-    order = list(C.SPEED_BUCKETS)
+    order = list(lex.SPEED_BUCKETS)
     assert order.index(speed_bucket("quadruped", "trot", 1.0, 0.05)) > order.index(
         speed_bucket("quadruped", "trot", 1.0, 1.2))
     # monotone in speed
@@ -141,11 +133,12 @@ def test_paraphrases_for_every_family_action_speed_direction() -> None:
             assert any(_has(cap, w) for w in nouns), cap
             assert any(v.search(cap) for v in verbs), (desc.action, cap)
             if bucket is not None:
-                said = C._SPEED_PHRASES[bucket] + C._SPEED_ADJECTIVES[bucket]
+                said = phrasing._SPEED_PHRASES[bucket] + phrasing._SPEED_ADJECTIVES[bucket]
                 assert any(_has(cap, w) for w in said), (bucket, cap)
-            if desc.direction and C._direction(desc, random.Random(0), True, False)[0]:
+            if desc.direction and render._direction(desc, random.Random(0), True, False)[0]:
                 turning = desc.action == "turn" and desc.direction == "turning left"
-                said = C._TURN_PHRASES["left"] if turning else C._DIRECTION_PHRASES[desc.direction][1]
+                said = (phrasing._TURN_PHRASES["left"] if turning
+                        else phrasing._DIRECTION_PHRASES[desc.direction][1])
                 assert any(_has(cap, w) for w in said), (desc.direction, cap)
         count += 1
     assert count > 600
@@ -212,10 +205,10 @@ def test_heldout_style_is_disjoint_from_paraphrases() -> None:
     held_fixed = set().union(*(fixed_words(t) for t in HELDOUT_TEMPLATES))
     assert held_fixed and not held_fixed & para_fixed, held_fixed & para_fixed
     # held-out speed and direction phrasings are never paraphrase phrasings
-    para_phr = {w for ws in C._SPEED_PHRASES.values() for w in ws} | {
-        w for _, ws in C._DIRECTION_PHRASES.values() for w in ws}
-    held_phr = {w for ws in C._HELDOUT_SPEED_PHRASES.values() for w in ws} | {
-        w for _, ws in C._HELDOUT_DIRECTION_PHRASES.values() for w in ws}
+    para_phr = {w for ws in phrasing._SPEED_PHRASES.values() for w in ws} | {
+        w for _, ws in phrasing._DIRECTION_PHRASES.values() for w in ws}
+    held_phr = {w for ws in phrasing._HELDOUT_SPEED_PHRASES.values() for w in ws} | {
+        w for _, ws in phrasing._HELDOUT_DIRECTION_PHRASES.values() for w in ws}
     assert not para_phr & held_phr
     prefixes = [t.split("{")[0].strip() for t in HELDOUT_TEMPLATES if not t.startswith("{")]
     para_prefixes = [t.split("{")[0].strip() for t in PARAPHRASE_TEMPLATES if not t.startswith("{")]
@@ -299,7 +292,7 @@ def test_validation() -> None:
 
 
 def test_stated_direction_reads_the_way_a_prompt_travels() -> None:
-    from kirin.kirin_addon.library.captions import DIRECTIONS, stated_direction
+    from kirin.kirin_addon.library.captions.phrasing import DIRECTIONS, stated_direction
 
     assert stated_direction("A dog walks backwards, then sits.") == "backward"
     assert stated_direction("a wolf trotting forward") == "forward"

@@ -11,7 +11,11 @@ from kirin.kirin_addon.core.creature import LEFT, RIGHT, Creature, Limb
 from kirin.kirin_addon.core.motion import joint_positions, world_deltas
 from kirin.kirin_addon.core.rig import RigBuilder
 from kirin.kirin_addon.core.rotations import quat_rotate
-from kirin.kirin_addon.library import controllers as ctl
+from kirin.kirin_addon.library.controllers.common import ControllerError, GeneratedClip, Travel
+from kirin.kirin_addon.library.controllers.dispatch import ACTIONS_BY_FAMILY, generate
+from kirin.kirin_addon.library.controllers.feet import phase_offsets
+from kirin.kirin_addon.library.controllers.gaits import HARD_CYCLE_FRAMES
+from kirin.kirin_addon.library.controllers.poser import leg_rigs
 from kirin.kirin_addon.library.procedural import BipedSpec, build_biped, capsule_mesh
 
 
@@ -152,7 +156,7 @@ FIXTURES = {
 def _families_creatures() -> dict[str, object]:
     """Creatures from families.py when it exists (one per family, seed 0)."""
     try:
-        fam = importlib.import_module("kirin.kirin_addon.library.families")
+        fam = importlib.import_module("kirin.kirin_addon.library.families.build")
     except ImportError:
         return {}
     from kirin.kirin_addon.core.creature import FAMILIES
@@ -170,7 +174,7 @@ def creature(name: str) -> Creature:
     return _CACHE[name]
 
 
-CASES = [(name, action) for name in ALL_MAKERS for action in ctl.ACTIONS_BY_FAMILY[creature(name).family]]
+CASES = [(name, action) for name in ALL_MAKERS for action in ACTIONS_BY_FAMILY[creature(name).family]]
 LOCOMOTION = {"walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk", "run", "hop",
               "tripod", "wave", "turn"}
 
@@ -189,8 +193,8 @@ def test_clip_is_contact_consistent(name: str, action: str) -> None:
 
 
 def _check_contact_consistent(c: Creature, action: str, seed: int = 3, direction: str = "forward",
-                              frames: int = 60) -> ctl.GeneratedClip:
-    clip = ctl.generate(c, action, seed=seed, frames=frames, direction=direction)
+                              frames: int = 60) -> GeneratedClip:
+    clip = generate(c, action, seed=seed, frames=frames, travel=Travel(direction=direction))
     motion = clip.motion
     assert clip.action == action
     assert np.all(np.isfinite(motion.rotations)) and np.all(np.isfinite(motion.root_positions))
@@ -219,10 +223,10 @@ def _check_contact_consistent(c: Creature, action: str, seed: int = 3, direction
 def test_turn_in_place_regressions(family: str, seed: int) -> None:
     """Turning in place once pivoted about the pelvis at a slow stride: the cow's fore feet swung round
     a long lever, the body sank below the ground (cow) or onto its feet until they slid (dragon)."""
-    fam = pytest.importorskip("kirin.kirin_addon.library.families")
+    fam = pytest.importorskip("kirin.kirin_addon.library.families.build")
     c = fam.build_creature(family, seed)
     _check_contact_consistent(c, "turn")
-    clip = ctl.generate(c, "turn", seed=3, frames=60)
+    clip = generate(c, "turn", seed=3, frames=60)
     assert clip.metadata["body_drop_max"] <= 0.15 * c.leg_length
     assert clip.metadata["unreached_planted"] == 0
 
@@ -251,7 +255,7 @@ def test_turning_locomotion_is_contact_consistent(family: str, seed: int, action
                                                   direction: str) -> None:
     """Turned, circling and backward locomotion keeps every invariant, with a shallow crouch and the
     heading a circle asks for."""
-    fam = pytest.importorskip("kirin.kirin_addon.library.families")
+    fam = pytest.importorskip("kirin.kirin_addon.library.families.build")
     c = fam.build_creature(family, seed)
     clip = _check_contact_consistent(c, action, seed=seed, direction=direction)
     assert clip.metadata["unreached_planted"] == 0
@@ -263,7 +267,7 @@ def test_turning_locomotion_is_contact_consistent(family: str, seed: int, action
     elif direction in ("left", "right"):
         assert (turned > 0.2) == (direction == "left") and (turned < -0.2) == (direction == "right")
     # Not met by cycling the legs faster than the frame rate can show.
-    assert max(clip.metadata["stride_frequency"]) <= 30.0 / ctl.HARD_CYCLE_FRAMES + 1e-9
+    assert max(clip.metadata["stride_frequency"]) <= 30.0 / HARD_CYCLE_FRAMES + 1e-9
 
 
 @pytest.mark.parametrize("name", [n for n in ALL_MAKERS if n in ("quadruped", "biped", "hexapod", "spider")
@@ -275,7 +279,7 @@ def test_speed_matches_request(name: str) -> None:
     action = {"serpent": "slither", "fish": "swim"}.get(c.family, "walk")
     for speed_scale in (0.8, 1.2):
         speed = speed_scale * (0.5 * c.rig.body_size if not c.legs() else np.sqrt(0.2 * 9.81 * c.leg_length))
-        clip = ctl.generate(c, action, seed=1, frames=90, speed=speed)
+        clip = generate(c, action, seed=1, frames=90, travel=Travel(speed=speed))
         root = clip.motion.root_positions[:, :2]
         travelled = np.sum(np.linalg.norm(np.diff(root, axis=0), axis=-1))
         mean = travelled / clip.motion.duration
@@ -286,9 +290,9 @@ def test_speed_matches_request(name: str) -> None:
 def test_deterministic_by_seed(name: str) -> None:
     c = creature(name)
     action = {"serpent": "slither"}.get(name, "walk")
-    a = ctl.generate(c, action, seed=11, frames=40)
-    b = ctl.generate(c, action, seed=11, frames=40)
-    other = ctl.generate(c, action, seed=12, frames=40)
+    a = generate(c, action, seed=11, frames=40)
+    b = generate(c, action, seed=11, frames=40)
+    other = generate(c, action, seed=12, frames=40)
     assert np.array_equal(a.motion.rotations, b.motion.rotations)
     assert np.array_equal(a.motion.root_positions, b.motion.root_positions)
     assert np.array_equal(a.contacts, b.contacts)
@@ -307,9 +311,10 @@ def test_turning_changes_heading(name: str, direction: str, rate: float | None) 
     c = creature(name)
     frames = 90
     if direction == "turn":
-        clip = ctl.generate(c, "turn", seed=2, frames=frames, turn_rate=rate)
+        clip = generate(c, "turn", seed=2, frames=frames, travel=Travel(turn_rate=rate))
     else:
-        clip = ctl.generate(c, "walk", seed=2, frames=frames, direction=direction, turn_rate=rate or 0.0)
+        clip = generate(c, "walk", seed=2, frames=frames,
+                        travel=Travel(direction=direction, turn_rate=rate or 0.0))
     duration = (frames - 1) / 30.0
     expected = (rate if rate is not None else 2 * np.pi / (frames / 30.0)) * duration
     heading = _pelvis_heading(c, clip.motion)
@@ -318,13 +323,13 @@ def test_turning_changes_heading(name: str, direction: str, rate: float | None) 
 
 def test_backward_walk_moves_backwards() -> None:
     c = creature("quadruped")
-    clip = ctl.generate(c, "walk", seed=0, frames=60, direction="backward")
+    clip = generate(c, "walk", seed=0, frames=60, travel=Travel(direction="backward"))
     assert clip.motion.root_positions[-1, 1] - clip.motion.root_positions[0, 1] > 0.2  # +Y is behind
 
 
 def test_transition_walk_trot_stop() -> None:
     c = creature("quadruped")
-    clip = ctl.generate(c, "walk", seed=4, segments=[("walk", 1.2), ("trot", 1.2), ("stop", 1.2)])
+    clip = generate(c, "walk", seed=4, segments=[("walk", 1.2), ("trot", 1.2), ("stop", 1.2)])
     root = clip.motion.root_positions
     speed = np.linalg.norm(np.diff(root[:, :2], axis=0), axis=-1) * clip.motion.fps
     assert speed[-10:].max() <= 1e-9
@@ -340,23 +345,23 @@ def test_transition_walk_trot_stop() -> None:
 def test_every_family_has_actions() -> None:
     from kirin.kirin_addon.core.creature import FAMILIES
 
-    assert set(ctl.ACTIONS_BY_FAMILY) == set(FAMILIES)
+    assert set(ACTIONS_BY_FAMILY) == set(FAMILIES)
     wanted = {"walk", "trot", "pace", "canter", "gallop", "bound", "pronk", "sit", "lie_down", "stand_up",
               "rear_up", "jump", "look_around", "sniff", "shake", "wag_tail"}
-    assert wanted <= set(ctl.ACTIONS_BY_FAMILY["quadruped"])
-    with pytest.raises(ctl.ControllerError):
-        ctl.generate(creature("serpent"), "gallop", seed=0, frames=10)
+    assert wanted <= set(ACTIONS_BY_FAMILY["quadruped"])
+    with pytest.raises(ControllerError):
+        generate(creature("serpent"), "gallop", seed=0, frames=10)
 
 
 def test_gait_phase_patterns() -> None:
-    legs = ctl.leg_rigs(creature("hexapod"))
-    tripod = ctl.phase_offsets("tripod", legs)
+    legs = leg_rigs(creature("hexapod"))
+    tripod = phase_offsets("tripod", legs)
     # Each tripod: front and hind of one side with the middle of the other.
     groups = {round(p, 3) for p in tripod}
     assert groups == {0.0, 0.5}
     assert all(sum(1 for p in tripod if p == g) == 3 for g in groups)
-    quad = ctl.leg_rigs(creature("quadruped"))
-    trot = ctl.phase_offsets("trot", quad)
+    quad = leg_rigs(creature("quadruped"))
+    trot = phase_offsets("trot", quad)
     for i, a in enumerate(quad):
         for j, b in enumerate(quad):
             if a.limb.side != b.limb.side and a.limb.position != b.limb.position:

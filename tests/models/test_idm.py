@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from kirin.kirin_addon.core.motion import Motion, joint_positions
-from kirin.kirin_addon.library.controllers import generate
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.controllers.dispatch import generate
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.video.synth import frame_camera, render_motion
 from kirin.models.video.idm import (
     IDM,

@@ -10,13 +10,14 @@ import torch
 from cache_support import small_cache
 
 from kirin.kirin_addon.core.motion import joint_positions
+from kirin.kirin_addon.generate.request import GenerateRequest
 from kirin.kirin_addon.library.build import BuildConfig
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.models.config import DenoiserConfig, TrainConfig
 from kirin.models.data.cache import FeatureCache
 from kirin.models.motion.denoiser import Denoiser
 from kirin.models.motion.export import example_inputs, export_onnx
-from kirin.models.motion.generator import GenerationError, MotionModel
+from kirin.models.motion.generator import GenerationError, MotionModel, SamplingOptions
 from kirin.models.motion.train import train
 from kirin.models.onnx import OnnxDenoiser
 from kirin.models.representation import CHANNELS, CONTACT, YAW
@@ -83,10 +84,20 @@ def model_and_rig(trained):
 
 def test_same_seed_same_motion_and_guidance_matters(model_and_rig):
     model, creature, prepared = model_and_rig
-    a = model.generate(prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, clean=False)[0]
-    b = model.generate(prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, clean=False)[0]
+    a = model.generate(
+        prepared,
+        GenerateRequest("a wolf trotting forward", frames=24, seed=5),
+        SamplingOptions(steps=4, clean=False),
+    )[0]
+    b = model.generate(
+        prepared,
+        GenerateRequest("a wolf trotting forward", frames=24, seed=5),
+        SamplingOptions(steps=4, clean=False),
+    )[0]
     c = model.generate(
-        prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, guidance=4.0, clean=False
+        prepared,
+        GenerateRequest("a wolf trotting forward", frames=24, seed=5, guidance=4.0),
+        SamplingOptions(steps=4, clean=False),
     )[0]
     assert np.array_equal(a.motion.rotations, b.motion.rotations)
     assert np.abs(a.features - c.features).max() > 1e-4
@@ -103,20 +114,26 @@ def test_same_seed_same_motion_and_guidance_matters(model_and_rig):
 
 def test_variants_differ_and_frames_odd_lengths(model_and_rig):
     model, _, prepared = model_and_rig
-    out = model.generate(prepared, "a dog walking", frames=21, seed=1, variants=2, steps=3, clean=False)
+    out = model.generate(
+        prepared,
+        GenerateRequest("a dog walking", frames=21, seed=1, variants=2),
+        SamplingOptions(steps=3, clean=False),
+    )
     assert len(out) == 2 and out[0].motion.frame_count == 21
     assert np.abs(out[0].features - out[1].features).max() > 1e-3
 
 
 def test_inpainted_frames_are_kept_exactly(model_and_rig):
     model, creature, prepared = model_and_rig
-    from kirin.kirin_addon.library.controllers import generate
+    from kirin.kirin_addon.library.controllers.dispatch import generate
     from kirin.models.representation import motion_features
 
     keep = generate(creature, "walk", 2, frames=24).motion
     frames = np.array([0, 1, 2, 3, 20, 21, 22, 23])
     out = model.generate(
-        prepared, "a dog walking", frames=24, seed=3, steps=4, keep=keep, keep_frames=frames, clean=False
+        prepared,
+        GenerateRequest("a dog walking", frames=24, seed=3, keep=keep, keep_frames=frames),
+        SamplingOptions(steps=4, clean=False),
     )[0]
     wanted = motion_features(prepared.canon, creature.rig, keep).features
     assert np.abs(out.features[frames] - wanted[frames]).max() < 1e-5
@@ -133,7 +150,9 @@ def test_inpainted_frames_are_kept_exactly(model_and_rig):
     assert dots.min() > 1 - 1e-6
     # With the clean-up too (it moves legs and lifts the root): every kept frame exactly as keyed.
     cleaned = model.generate(
-        prepared, "a dog walking", frames=24, seed=3, steps=4, keep=keep, keep_frames=frames
+        prepared,
+        GenerateRequest("a dog walking", frames=24, seed=3, keep=keep, keep_frames=frames),
+        SamplingOptions(steps=4),
     )[0]
     assert np.abs(cleaned.motion.root_positions[frames] - keep.root_positions[frames]).max() < 1e-9 * size
     dots = np.abs(np.sum(cleaned.motion.rotations[frames] * keep.rotations[frames], -1))
@@ -143,26 +162,36 @@ def test_inpainted_frames_are_kept_exactly(model_and_rig):
 def test_kept_joints_are_kept_exactly_and_the_rest_generated(model_and_rig):
     """Joint-level inpainting: an animator's keyed tail (or any joints) stays, the body is generated."""
     model, creature, prepared = model_and_rig
-    from kirin.kirin_addon.library.controllers import generate
+    from kirin.kirin_addon.library.controllers.dispatch import generate
     from kirin.models.representation import motion_features
 
     keep = generate(creature, "walk", 2, frames=24).motion
     joints = np.array([j for j, name in enumerate(creature.rig.names) if "tail" in name.lower()][:4])
     assert joints.size
     out = model.generate(
-        prepared, "a dog walking", frames=24, seed=3, steps=4, keep=keep, keep_joints=joints, clean=False
+        prepared,
+        GenerateRequest("a dog walking", frames=24, seed=3, keep=keep),
+        SamplingOptions(steps=4, keep_joints=joints, clean=False),
     )[0]
     wanted = motion_features(prepared.canon, creature.rig, keep).features
     assert np.abs(out.features[:, joints] - wanted[:, joints]).max() < 1e-5
     others = np.setdiff1d(np.arange(creature.rig.joint_count), joints)
     assert np.abs(out.features[:, others] - wanted[:, others]).max() > 1e-3
     with pytest.raises(GenerationError, match="Joints to keep"):
-        model.generate(prepared, "a dog", frames=24, keep=keep, keep_joints=np.array([999]))
+        model.generate(
+            prepared,
+            GenerateRequest("a dog", frames=24, keep=keep),
+            SamplingOptions(keep_joints=np.array([999])),
+        )
 
 
 def test_loop_ends_where_it_starts(model_and_rig):
     model, _, prepared = model_and_rig
-    out = model.generate(prepared, "a dog trotting", frames=32, seed=2, steps=4, loop=True, clean=False)[0]
+    out = model.generate(
+        prepared,
+        GenerateRequest("a dog trotting", frames=32, seed=2, loop=True),
+        SamplingOptions(steps=4, clean=False),
+    )[0]
     f = out.features[..., :6]
     seam = np.abs(f[0] - f[-1]).mean()
     typical = np.abs(np.diff(f, axis=0)).mean()
@@ -172,11 +201,11 @@ def test_loop_ends_where_it_starts(model_and_rig):
 def test_bad_input_is_refused(model_and_rig):
     model, _, prepared = model_and_rig
     with pytest.raises(GenerationError, match="prompt is empty"):
-        model.generate(prepared, "   ")
+        model.generate(prepared, GenerateRequest("   "))
     with pytest.raises(GenerationError, match="Frames"):
-        model.generate(prepared, "a dog", frames=0)
+        model.generate(prepared, GenerateRequest("a dog", frames=0))
     with pytest.raises(GenerationError, match="does not exist"):
-        model.generate(prepared, "a dog", image="/no/such/image.png")
+        model.generate(prepared, GenerateRequest("a dog", image="/no/such/image.png"))
 
 
 def test_onnx_matches_torch(tmp_path):
@@ -199,7 +228,11 @@ def test_onnx_matches_torch(tmp_path):
 
 def test_clean_up_locks_the_predicted_contacts(model_and_rig):
     model, creature, prepared = model_and_rig
-    out = model.generate(prepared, "a dog walking", frames=24, seed=4, steps=3)[0]
+    out = model.generate(
+        prepared,
+        GenerateRequest("a dog walking", frames=24, seed=4),
+        SamplingOptions(steps=3),
+    )[0]
     summary = out.report["cleanup"]
     assert isinstance(summary, dict) and "frames_adjusted" in summary
     pos = joint_positions(creature.rig, out.motion)
@@ -212,15 +245,21 @@ def test_clean_up_locks_the_predicted_contacts(model_and_rig):
 def test_image_only_and_precomputed_image_features(model_and_rig):
     model, _, prepared = model_and_rig
     feature = np.random.default_rng(0).normal(size=1280).astype(np.float32)
-    a = model.generate(prepared, None, frames=16, seed=1, steps=2, image_feature=feature, clean=False)[0]
+    a = model.generate(
+        prepared,
+        GenerateRequest(None, frames=16, seed=1, image=feature),
+        SamplingOptions(steps=2, clean=False),
+    )[0]
     b = model.generate(
-        prepared, "a dog walking", frames=16, seed=1, steps=2, image_feature=feature, clean=False
+        prepared,
+        GenerateRequest("a dog walking", frames=16, seed=1, image=feature),
+        SamplingOptions(steps=2, clean=False),
     )[0]
     assert np.abs(a.features - b.features).max() > 1e-5  # the text matters when it is given
     with pytest.raises(GenerationError, match="prompt, a reference image"):
-        model.generate(prepared, None, frames=16)
+        model.generate(prepared, GenerateRequest(None, frames=16))
     with pytest.raises(GenerationError, match="1280"):
-        model.generate(prepared, "a dog", frames=16, image_feature=np.zeros(7))
+        model.generate(prepared, GenerateRequest("a dog", frames=16, image=np.zeros(7)))
 
 
 def test_backend_choice(trained):
@@ -242,10 +281,18 @@ def test_torch_runner_on_a_device_samples_what_the_network_does(trained, monkeyp
     model = MotionModel.load(root / "run")
     creature = build_creature("quadruped", 7)
     prepared = model.prepare_rig(creature.rig, creature.mesh)
-    plain = model.generate(prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, clean=False)[0]
+    plain = model.generate(
+        prepared,
+        GenerateRequest("a wolf trotting forward", frames=24, seed=5),
+        SamplingOptions(steps=4, clean=False),
+    )[0]
     model.use_torch_device("cpu")
     assert model.device == "cpu" and model.backend == "torch"
-    moved = model.generate(prepared, "a wolf trotting forward", frames=24, seed=5, steps=4, clean=False)[0]
+    moved = model.generate(
+        prepared,
+        GenerateRequest("a wolf trotting forward", frames=24, seed=5),
+        SamplingOptions(steps=4, clean=False),
+    )[0]
     assert np.allclose(plain.features, moved.features, atol=1e-5)
 
     placed = []
@@ -307,7 +354,11 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
         assert bank.cache.records[item.record]["family"] != "bird"  # two feet do not drive four
 
     as_is = RetrievalConfig(strength=0.0)
-    out = model.generate(prepared, caption, frames=30, bank=bank, retrieval=as_is, clean=False)[0]
+    out = model.generate(
+        prepared,
+        GenerateRequest(caption, frames=30),
+        SamplingOptions(bank=bank, retrieval=as_is, clean=False),
+    )[0]
     assert out.report["retrieved"]["caption"] == found[0].caption
     loops = bool(bank.cache.records[found[0].record].get("loop"))
     played = retime(found[0].motion, 30, loops)
@@ -321,14 +372,17 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     assert np.abs(out.features - expected).max() < 1e-4
 
     edited = model.generate(
-        prepared, caption, frames=30, bank=bank, retrieval=RetrievalConfig(strength=0.5), steps=4, clean=False
+        prepared,
+        GenerateRequest(caption, frames=30),
+        SamplingOptions(bank=bank, retrieval=RetrievalConfig(strength=0.5), steps=4, clean=False),
     )[0]
     assert "retrieved" in edited.report and np.abs(edited.features - out.features).max() > 1e-3
     # In-betweening: the network blends the kept frames into the retrieved clip; they come back exact.
     frames = np.array([0, 1, 2, 27, 28, 29])
     kept = model.generate(
-        prepared, caption, frames=30, bank=bank, retrieval=as_is, steps=4, clean=False,
-        keep=out.motion, keep_frames=frames,
+        prepared,
+        GenerateRequest(caption, frames=30, keep=out.motion, keep_frames=frames),
+        SamplingOptions(bank=bank, retrieval=as_is, steps=4, clean=False),
     )[0]
     assert kept.report["retrieved"]["strength"] >= 0.5
     # (contacts aside: those of the kept motion are read from its feet, not the library's labels)
@@ -336,7 +390,9 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     # More variants than clips found: the rest are variations of them, never copies.
     exact = RetrievalConfig(strength=0.0, min_score=0.999)
     many = model.generate(
-        prepared, caption, frames=30, bank=bank, retrieval=exact, variants=3, steps=4, clean=False
+        prepared,
+        GenerateRequest(caption, frames=30, variants=3),
+        SamplingOptions(bank=bank, retrieval=exact, steps=4, clean=False),
     )
     assert [v.report["retrieved"]["strength"] for v in many][0] == 0.0
     assert any(v.report["retrieved"]["strength"] > 0 for v in many)
@@ -344,7 +400,11 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
         for b in range(a + 1, 3):
             assert np.abs(many[a].features - many[b].features).max() > 1e-3
     strict = RetrievalConfig(min_score=1.01)  # nothing is that close: plain generation
-    plain = model.generate(prepared, caption, frames=30, bank=bank, retrieval=strict, steps=2, clean=False)[0]
+    plain = model.generate(
+        prepared,
+        GenerateRequest(caption, frames=30),
+        SamplingOptions(bank=bank, retrieval=strict, steps=2, clean=False),
+    )[0]
     assert "retrieved" not in plain.report
 
 
@@ -484,10 +544,10 @@ def test_learning_rate_warms_up_and_decays():
 
 
 def test_stance_slide_tells_a_clip_whose_feet_stay_planted():
+    from kirin.kirin_addon.core.canonical import canonical_rig
     from kirin.kirin_addon.core.motion import Motion
-    from kirin.kirin_addon.library.controllers import generate
+    from kirin.kirin_addon.library.controllers.dispatch import generate
     from kirin.models.motion.retrieval import _stance_slide
-    from kirin.models.representation import canonical_rig
 
     creature = build_creature("quadruped", 7)
     clip = generate(creature, "walk", 0, frames=60)

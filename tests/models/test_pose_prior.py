@@ -10,7 +10,7 @@ from cache_support import small_cache
 
 from kirin.kirin_addon.core.motion import Motion, forward_kinematics
 from kirin.kirin_addon.library.build import BuildConfig
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.pose.space import JointLimits, normalised_positions, random_valid_poses
 from kirin.models.config import PoseDenoiserConfig, PoseTrainConfig
 from kirin.models.data.cache import FeatureCache

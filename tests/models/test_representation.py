@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kirin.kirin_addon.core.canonical import canonical_rig
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.core.rotations import matrix_to_quat, quat_multiply
-from kirin.kirin_addon.library.controllers import generate
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.controllers.dispatch import generate
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.models.data.cache import procedural_frame
 from kirin.models.representation import (
     CONTACT,
-    canonical_rig,
     features_to_motion,
     motion_features,
     positions_from_features,

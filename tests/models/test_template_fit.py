@@ -31,12 +31,12 @@ from kirin.kirin_addon.bind.templates import (
     joint_position_error,
     mirror_plane,
     role_chains,
-    rotation_angle,
     sample_surface,
     template,
 )
 from kirin.kirin_addon.core.creature import FAMILIES
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.core.rotations import rotation_angle
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.models.bind import template_fit as tf
 from kirin.models.bind.template_fit import FitConfig, fit_template
 

@@ -21,11 +21,12 @@ import pytest
 from kirin.kirin_addon.core.camera import PinholeCamera
 from kirin.kirin_addon.core.motion import Motion, forward_kinematics, joint_positions
 from kirin.kirin_addon.core.skinning import linear_blend_skinning, skin_matrices
-from kirin.kirin_addon.library.controllers import generate
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.controllers.dispatch import generate
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.library.render import Camera, rasterize
 from kirin.kirin_addon.video.evidence import Evidence2D
-from kirin.models.video.fit import VideoFitConfig, VideoFitError, VideoFitResult, fit_motion
+from kirin.models.video.fit import fit_motion
+from kirin.models.video.fit_config import VideoFitConfig, VideoFitError, VideoFitResult
 
 FRAMES = 20
 SIZE = 160

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kirin.kirin_addon.core.canonical import canonical_rig
 from kirin.kirin_addon.core.motion import Motion, forward_kinematics, world_deltas
 from kirin.kirin_addon.core.rotations import (
     quat_from_axis_angle,
@@ -14,11 +15,12 @@ from kirin.kirin_addon.core.rotations import (
     swing_twist_angles,
 )
 from kirin.kirin_addon.eval.distributions import frechet_distance
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.pose.space import (
     Handle,
     JointLimits,
     Skeleton,
+    SolveOptions,
     nearest_pose_distance,
     normalised_positions,
     pose_angles,
@@ -27,7 +29,6 @@ from kirin.kirin_addon.pose.space import (
     solve_handles,
     solve_within_limits,
 )
-from kirin.models.representation import canonical_rig
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,8 @@ def test_ik_leaves_frozen_joints_and_stops_short_of_unreachable_targets(quadrupe
     frozen[skeleton.ancestors[foot]] = True
     same = solve_handles(skeleton, deltas, [Handle(foot, np.array([5.0, 0.0, 0.0]))], frozen=frozen)
     assert np.allclose(same, deltas)
-    far = solve_handles(skeleton, deltas, [Handle(foot, np.array([50.0, 0.0, 0.0]))], iterations=30)
+    far = solve_handles(skeleton, deltas, [Handle(foot, np.array([50.0, 0.0, 0.0]))],
+                        options=SolveOptions(iterations=30))
     assert np.isfinite(far).all()
     assert np.allclose(far @ np.swapaxes(far, -1, -2), np.eye(3), atol=1e-9)
 

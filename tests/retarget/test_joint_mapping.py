@@ -9,14 +9,9 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.core.rig import Rig
-from kirin.kirin_addon.retarget.joint_mapping import (
-    auto_map_joints,
-    mapping_from_text,
-    mapping_to_text,
-    name_similarity,
-    parse_joint_name,
-    validate_mapping,
-)
+from kirin.kirin_addon.retarget.joint_mapping import auto_map_joints
+from kirin.kirin_addon.retarget.joint_names import name_similarity, parse_joint_name
+from kirin.kirin_addon.retarget.mapping_text import mapping_from_text, mapping_to_text, validate_mapping
 
 from assets_support import ASSETS
 
@@ -695,7 +690,7 @@ def test_assignment_without_scipy(monkeypatch):
     # Inside Blender only numpy is sure to be there: the numpy Hungarian must agree with scipy's.
     from scipy.optimize import linear_sum_assignment
 
-    from kirin.kirin_addon.retarget import joint_mapping
+    from kirin.kirin_addon.retarget import tree_alignment
 
     rng = np.random.default_rng(0)
     source, target = humanoid("rigify", "A"), humanoid("mixamo", "T")
@@ -705,7 +700,7 @@ def test_assignment_without_scipy(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "scipy.optimize", None)  # importing it now fails
     for weights, total in zip(cases, best, strict=True):
-        pairs = joint_mapping._assign_max(weights)
+        pairs = tree_alignment._assign_max(weights)
         assert len({r for r, _ in pairs}) == len({c for _, c in pairs}) == len(pairs) == min(weights.shape)
         assert sum(weights[r, c] for r, c in pairs) == pytest.approx(total)
     assert auto_map_joints(source, target) == expected

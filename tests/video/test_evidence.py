@@ -8,14 +8,10 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.library.render import write_png
-from kirin.kirin_addon.video.evidence import (
-    Evidence2D,
-    background_silhouettes,
-    combine,
-    load_keypoints,
-    mask_silhouettes,
-    tracks_evidence,
-)
+from kirin.kirin_addon.video.evidence import Evidence2D, combine
+from kirin.kirin_addon.video.keypoints import load_keypoints
+from kirin.kirin_addon.video.silhouettes import background_silhouettes, mask_silhouettes
+from kirin.kirin_addon.video.tracks import tracks_evidence
 from kirin.kirin_addon.video.video_io import VideoError
 
 H, W, T = 120, 160, 20

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.library.procedural import BipedSpec, biped_roles, build_biped
 from kirin.kirin_addon.video import mediapipe_pose as mp
 

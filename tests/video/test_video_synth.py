@@ -10,8 +10,8 @@ from kirin.kirin_addon.core.camera import PinholeCamera
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.core.rig import RigBuilder
 from kirin.kirin_addon.core.skinning import SkinnedMesh
-from kirin.kirin_addon.library.controllers import generate
-from kirin.kirin_addon.library.families import build_creature
+from kirin.kirin_addon.library.controllers.dispatch import generate
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.video.synth import (
     SyntheticVideo,
     coverage,

@@ -47,24 +47,23 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ...core.creature import FAMILIES
 from ...core.rig import MAX_JOINTS
+from ...generate.request import MAX_FRAMES, MAX_SEED, MAX_VARIANTS
 from ...video.mediapipe_pose import find_mediapipe_python
 from ..protocol import (
     API,
     BIND_WEIGHTS,
     MAX_DIMS,
     MAX_EPOCHS,
-    MAX_FRAMES,
     MAX_GROUPS,
     MAX_MESH_KEY,
     MAX_POSE_SAMPLES,
     MAX_PROMPT,
     MAX_TARGETS,
     MAX_TRACKS,
-    MAX_VARIANTS,
     PROTOCOL_VERSION,
 )
 from .bind import BindingService
-from .generate import MAX_SEED, GenerationService, cuda_providers
+from .generate import GenerationService, cuda_providers
 from .jobs import JobError, JobQueue
 from .pose import PoseService
 from .video import ExtractService

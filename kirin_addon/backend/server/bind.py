@@ -86,7 +86,7 @@ def _check_size(count: int, what: str, groups: int = 1) -> None:
 
 def _weight_set(result: Any, max_influences: int) -> dict[str, Any]:
     """A TransferResult as JSON: sparse (V,K) weights and the masks the add-on shows as vertex groups."""
-    from ...bind.weight_transfer import to_sparse
+    from ...bind.skin_weights import to_sparse
 
     indices, weights = to_sparse(result.weights, max_influences or result.weights.shape[1])
     return {
@@ -103,7 +103,7 @@ class BindingService:
 
     # ------------------------------------------------------------------ check (HTTP thread)
     def check_transfer(self, body: dict[str, Any]) -> TransferJob:
-        from ...bind.weight_transfer import to_dense
+        from ...bind.skin_weights import to_dense
 
         groups = body.get("groups")
         if not isinstance(groups, list) or not groups or not all(isinstance(g, str) and g for g in groups):

@@ -1,16 +1,15 @@
 """What the backend's worker runs: the motion model, loaded once and kept warm, and the checked
 generate requests it is fed.
 
-A request is checked in two steps. `GenerationService.prepare` runs in the HTTP handler and turns
-everything that can be checked without the model (arrays, rig, mesh, image file, frames and fps,
-frames to keep) into a clear 4xx; what only the model can tell (a GenerationError) fails the job
-with its user-facing message. Torch and the model are imported only here and in `server`.
+A request is checked in two steps. `GenerationService.check` runs in the HTTP handler: protocol.py
+decodes the body into a `GenerateRequest`, and everything that can be checked without the model
+(arrays, rig, mesh, image file, frames and fps, frames to keep) becomes a clear 4xx; what only the
+model can tell (a GenerationError) fails the job with its user-facing message. Torch and the model
+are imported only here and in `server`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import math
@@ -19,7 +18,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +27,11 @@ import numpy as np
 from ...core.motion import Motion, joint_positions
 from ...core.rig import Rig
 from ...core.skinning import SkinnedMesh
-from ..protocol import (
-    MAX_FRAMES,
-    MAX_PROMPT,
-    MAX_VARIANTS,
-    ProtocolError,
-    encode_array,
-    mesh_from_json,
-    motion_from_json,
-    motion_to_json,
-    plain,
-    rig_from_json,
-)
+from ...generate.request import MAX_FRAMES, GenerateRequest
+from ..protocol import ProtocolError, encode_array, generate_from_json, motion_to_json, plain
 from .jobs import Report, UserError, Work
 
 DEVICES = ("auto", "cpu", "cuda")
-MAX_IMAGE_BYTES = 64 * 1024 * 1024
-MAX_SEED = 2**31 - 1  # Blender's int properties are 32-bit
 RIG_CACHE = 8  # prepared rigs kept: Generate Motion is usually run many times on one character
 
 
@@ -61,20 +48,11 @@ def cuda_providers() -> list[str]:
 class GenerateJob:
     """A checked generate request, ready for the worker."""
 
-    prompt: str | None
-    image: np.ndarray | None  # decoded pixels (read at submit: the file may change or go)
+    request: GenerateRequest  # as asked: at the scene's `fps` (never None here), image as pixels
+    model_request: GenerateRequest  # what the model samples: at its frame rate, keys resampled
     rig: Rig
     mesh: SkinnedMesh | None
     rig_key: str
-    frames: int  # at `fps`
-    fps: float
-    model_frames: int  # at the model's frame rate
-    seed: int
-    variants: int
-    guidance: float | None
-    keep: Motion | None  # at the model's frame rate
-    keep_frames: np.ndarray | None  # indices at the model's frame rate
-    loop: bool
 
 
 class GenerationService:
@@ -159,24 +137,9 @@ class GenerationService:
     # ------------------------------------------------------------------ check (HTTP thread)
     def check(self, body: dict[str, Any]) -> GenerateJob:
         """A generate request's JSON body, checked and decoded; ProtocolError/RigError otherwise."""
-        prompt = body.get("prompt")
-        if prompt is not None:
-            if not isinstance(prompt, str):
-                raise ProtocolError("prompt: expected text.")
-            if not prompt.strip():
-                raise ProtocolError(
-                    "The prompt is empty: describe the motion, e.g. 'a wolf trotting forward'."
-                )
-            if len(prompt) > MAX_PROMPT:
-                raise ProtocolError(f"The prompt is {len(prompt)} characters long; at most {MAX_PROMPT}.")
-        image = self._image(body.get("image_path"), body.get("image_data"))
-        if prompt is None and image is None:
-            raise ProtocolError("Give a prompt, a reference image or both.")
-        frames = _integer(body.get("frames", 120), "frames", 1, MAX_FRAMES)
-        variants = _integer(body.get("variants", 1), "variants", 1, MAX_VARIANTS)
-        seed = _integer(body.get("seed", 0), "seed", 0, MAX_SEED)
-        fps = body.get("fps")
-        fps = self.model_fps if fps is None else _number(fps, "fps", 0.0, 1000.0)
+        rig, mesh, request = generate_from_json(body)
+        fps = self.model_fps if request.fps is None else request.fps
+        frames = request.frames
         same_rate = abs(fps - self.model_fps) < 1e-6
         model_frames = frames if same_rate else math.ceil((frames - 1) * self.model_fps / fps - 1e-9) + 1
         if model_frames > MAX_FRAMES:
@@ -184,63 +147,35 @@ class GenerationService:
                 f"{frames} frames at {fps:g} fps last {(frames - 1) / fps:.1f} s; the model makes at most "
                 f"{MAX_FRAMES} frames at {self.model_fps:g} fps ({(MAX_FRAMES - 1) / self.model_fps:.1f} s)."
             )
-        guidance = body.get("guidance")
-        guidance = None if guidance is None else _number(guidance, "guidance", 0.0, 100.0, low_inclusive=True)
-        rig = rig_from_json(body.get("rig"))
-        mesh = None if body.get("mesh") is None else mesh_from_json(body["mesh"], rig.joint_count)
-        keep, keep_frames = self._keep(body.get("keep"), rig, frames)
-        return GenerateJob(
-            prompt,
-            image,
-            rig,
-            mesh,
-            _rig_key(rig, mesh),
-            frames,
-            fps,
-            model_frames,
-            seed,
-            variants,
-            guidance,
-            keep,
-            keep_frames,
-            bool(body.get("loop", False)),
-        )
+        request = replace(request, fps=fps, image=self._image(request.image))
+        keep, keep_frames = self._at_model_rate(request.keep, request.keep_frames)
+        model_request = replace(request, frames=model_frames, fps=self.model_fps, keep=keep,
+                                keep_frames=keep_frames)
+        return GenerateJob(request, model_request, rig, mesh, rig_key(rig, mesh))
 
-    def _image(self, path: Any, data: Any) -> np.ndarray | None:
+    def _image(self, image: str | bytes | None) -> np.ndarray | None:
         """The reference image's pixels, read now (a path on this machine, or the file's bytes)."""
-        from ....models.encoders import load_image
+        from ....models.encoders.image_files import load_image
 
-        if path is not None and data is not None:
-            raise ProtocolError("Give the reference image as image_path or image_data, not both.")
-        if path is None and data is None:
+        if image is None:
             return None
-        if data is not None:
-            if not isinstance(data, str) or len(data) > MAX_IMAGE_BYTES * 4 // 3 + 4:
-                raise ProtocolError(
-                    f"image_data: expected the image file as base64 (at most {MAX_IMAGE_BYTES} bytes)."
-                )
-            try:
-                raw = base64.b64decode(data, validate=True)
-            except (binascii.Error, ValueError):
-                raise ProtocolError("image_data: not valid base64.") from None
+        if isinstance(image, bytes):
             handle, name = tempfile.mkstemp(prefix="kirin-image-")
             try:
                 with os.fdopen(handle, "wb") as file:
-                    file.write(raw)
+                    file.write(image)
                 return self._read_image(load_image, name, "the uploaded file")
             finally:
                 os.unlink(name)
-        if not isinstance(path, str) or not path.strip():
-            raise ProtocolError("image_path: expected a file path.")
         try:
-            exists, is_file = Path(path).exists(), Path(path).is_file()
+            exists, is_file = Path(image).exists(), Path(image).is_file()
         except (OSError, ValueError):  # embedded NUL, name too long...
             exists = is_file = False
         if not exists:
-            raise ProtocolError(f"The reference image {path} does not exist (on the backend's machine).")
+            raise ProtocolError(f"The reference image {image} does not exist (on the backend's machine).")
         if not is_file:
-            raise ProtocolError(f"The reference image {path} is not a file.")
-        return self._read_image(load_image, path, path)
+            raise ProtocolError(f"The reference image {image} is not a file.")
+        return self._read_image(load_image, image, image)
 
     @staticmethod
     def _read_image(load_image, path: str, what: str) -> np.ndarray:
@@ -252,25 +187,11 @@ class GenerationService:
                 f"Cannot use {what} as the reference image: {str(exc).replace(path, what)}"
             ) from None
 
-    def _keep(self, obj: Any, rig: Rig, frames: int) -> tuple[Motion | None, np.ndarray | None]:
+    def _at_model_rate(
+        self, motion: Motion | None, chosen: Any
+    ) -> tuple[Motion | None, np.ndarray | None]:
         """Existing keys to honour, brought to the model's frame rate."""
-        if obj is None:
-            return None, None
-        if not isinstance(obj, dict):
-            raise ProtocolError("keep: expected {motion, frames}.")
-        motion = motion_from_json(obj.get("motion"), rig.joint_count, what="keep.motion")
-        indices = obj.get("frames")
-        if (
-            not isinstance(indices, list)
-            or not indices
-            or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices)
-        ):
-            raise ProtocolError("keep.frames: expected a non-empty list of frame indices.")
-        limit = min(motion.frame_count, frames)
-        if min(indices) < 0 or max(indices) >= limit:
-            raise ProtocolError(f"keep.frames: frames to keep must lie in 0..{limit - 1}.")
-        chosen = np.unique(np.array(indices, dtype=np.int64))
-        if abs(motion.fps - self.model_fps) > 1e-6:
+        if motion is not None and abs(motion.fps - self.model_fps) > 1e-6:
             ratio = self.model_fps / motion.fps
             motion = motion.resampled(self.model_fps)
             chosen = np.unique(np.minimum(np.round(chosen * ratio).astype(np.int64), motion.frame_count - 1))
@@ -311,31 +232,20 @@ class GenerationService:
             report(0.05 + 0.85 * float(fraction), f"sampling {float(fraction):.0%}")
 
         try:
-            generated = self.model.generate(
-                prepared,
-                job.prompt,
-                image=job.image,
-                frames=job.model_frames,
-                seed=job.seed,
-                variants=job.variants,
-                guidance=job.guidance,
-                keep=job.keep,
-                keep_frames=job.keep_frames,
-                loop=job.loop,
-                progress=progress,
-            )
+            generated = self.model.generate(prepared, job.model_request, progress=progress)
         except GenerationError as exc:
             raise UserError(str(exc)) from exc
         seconds_model = time.perf_counter() - started
         report(0.9, "measuring")
         feet = [job.rig.names[int(f)] for f in prepared.feet]
+        frames, fps = job.request.frames, float(job.request.fps)
         variants = []
         for item in generated:
-            motion = _at_rate(item.motion, job.fps, job.frames)
-            contacts = _contacts_at_rate(np.asarray(item.contacts, bool), self.model_fps, job.fps, job.frames)
+            motion = _at_rate(item.motion, fps, frames)
+            contacts = _contacts_at_rate(np.asarray(item.contacts, bool), self.model_fps, fps, frames)
             # Metrics in the canonical frame and body sizes: the units of the model card's bounds.
             positions = prepared.canon.frame.to_canonical_points(joint_positions(job.rig, motion))
-            metrics = physical_metrics(prepared.canon, positions, job.fps)
+            metrics = physical_metrics(prepared.canon, positions, fps)
             variants.append(
                 {
                     "seed": int(item.seed),
@@ -349,11 +259,11 @@ class GenerationService:
             )
             report(0.9 + 0.1 * len(variants) / len(generated), "measuring")
         return {
-            "frames": job.frames,
-            "fps": job.fps,
+            "frames": frames,
+            "fps": fps,
             "joints": job.rig.joint_count,
             "joint_names": list(job.rig.names),
-            "prompt": job.prompt,
+            "prompt": job.request.prompt,
             "device": self.model.device,
             "backend": self.model.backend,
             "seconds_model": seconds_model,
@@ -370,26 +280,7 @@ class GenerationService:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _integer(value: Any, what: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ProtocolError(f"{what} must be a whole number from {low} to {high}, got {value!r}.")
-    return value
-
-
-def _number(value: Any, what: str, low: float, high: float, low_inclusive: bool = False) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not (low <= value if low_inclusive else low < value)
-        or not value <= high
-    ):
-        bound = "from" if low_inclusive else "above"
-        raise ProtocolError(f"{what} must be a number {bound} {low:g} and at most {high:g}, got {value!r}.")
-    return float(value)
-
-
-def _rig_key(rig: Rig, mesh: SkinnedMesh | None) -> str:
+def rig_key(rig: Rig, mesh: SkinnedMesh | None) -> str:
     digest = hashlib.sha256()
     digest.update("\0".join(rig.names).encode())
     local = rig.local_rest if rig.local_rest is not None else np.zeros(0)

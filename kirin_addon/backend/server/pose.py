@@ -25,12 +25,13 @@ import numpy as np
 from ...core.motion import Motion
 from ...core.rig import Rig
 from ...core.skinning import SkinnedMesh
+from ...generate.request import MAX_FRAMES, MAX_SEED
 from ..protocol import (
-    MAX_FRAMES,
     MAX_MESH_KEY,
     MAX_POSE_SAMPLES,
     UNKNOWN_MESH_KEY_STATUS,
     ProtocolError,
+    bounded_number,
     decode_array,
     encode_array,
     mesh_from_json,
@@ -38,8 +39,9 @@ from ..protocol import (
     motion_to_json,
     ranges_from_json,
     rig_from_json,
+    whole_number,
 )
-from .generate import MAX_SEED, _integer, _number, _rig_key
+from .generate import rig_key
 from .jobs import JobError
 
 POSE_RIG_CACHE = 8  # prepared rigs kept (per rig, mesh and whether names were embedded)
@@ -179,7 +181,7 @@ class PoseService:
         """The rig's PosedRig, cached per rig, mesh and whether names were embedded."""
         prior = self.prior()
         named = self.encoder is not None and self.encoder() is not None
-        cache_key = (_rig_key(rig, None), key, named)
+        cache_key = (rig_key(rig, None), key, named)
         with self._cache_lock:
             if cache_key in self._rigs:
                 self._rigs.move_to_end(cache_key)
@@ -210,7 +212,7 @@ class PoseService:
         points = decode_array(targets.get("points"), "targets.points", (len(joints), 3))
         pins = [p for p in dict.fromkeys(_joints(body.get("pins") or [], count, "pins")) if p not in joints]
         strength = body.get("strength")
-        strength = None if strength is None else _number(strength, "strength", 0.0, 1.0)
+        strength = None if strength is None else bounded_number(strength, "strength", 0.0, 1.0)
         relative = body.get("relative", True)
         if not isinstance(relative, bool):
             raise ProtocolError("relative: expected true (a drag: relative to the pose) or false.")
@@ -233,8 +235,8 @@ class PoseService:
         started = time.perf_counter()
         rig, mesh, key = self._rig_and_mesh(body)
         pose_motion = _one_pose(body.get("pose"), rig, "pose")
-        count = _integer(body.get("count", 1), "count", 1, MAX_POSE_SAMPLES)
-        seed = _integer(body.get("seed", 0), "seed", 0, MAX_SEED)
+        count = whole_number(body.get("count", 1), "count", 1, MAX_POSE_SAMPLES)
+        seed = whole_number(body.get("seed", 0), "seed", 0, MAX_SEED)
         posed = self.prepared(rig, mesh, key)
         pose = pose_from_motion(posed, pose_motion)
         ranges = ranges_from_json(body.get("ranges"), rig.joint_count)

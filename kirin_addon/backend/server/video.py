@@ -181,7 +181,7 @@ class ExtractService:
 
         keypoints = keypoints_path = None
         if body.get("keypoints_path") is not None:
-            from ...video.evidence import load_keypoints
+            from ...video.keypoints import load_keypoints
 
             keypoints_path = _file(body["keypoints_path"], "keypoints file")
             try:
@@ -252,8 +252,11 @@ class ExtractService:
         return lambda report: self.run(job, report)
 
     def run(self, job: ExtractJob, report: Report) -> dict[str, Any]:
-        from ....models.video.fit import VideoFitConfig, fit_motion
-        from ...video.evidence import background_silhouettes, combine, mask_silhouettes, tracks_evidence
+        from ....models.video.fit import fit_motion
+        from ....models.video.fit_config import VideoFitConfig
+        from ...video.evidence import combine
+        from ...video.silhouettes import background_silhouettes, mask_silhouettes
+        from ...video.tracks import tracks_evidence
         from ...video.video_io import read_video, scene_frame_map
 
         started = time.perf_counter()

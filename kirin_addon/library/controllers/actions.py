@@ -1,0 +1,395 @@
+"""In-place actions (idle, sit, rear up, sniff, shake, wave, flap...), jumps and glides: body poses whose
+amplitude is limited to what the planted legs can hold."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.creature import LEFT, Creature
+from ...core.rotations import quat_multiply, quat_rotate
+from .body import arm_limbs, pose_arms, pose_wings, tail_lift
+from .common import (
+    GRAVITY,
+    X_AXIS,
+    Y_AXIS,
+    Z_AXIS,
+    ControllerError,
+    GeneratedClip,
+    about,
+    envelope,
+    euler_q,
+    heading_forward,
+    smooth_lower,
+    smoothstep,
+)
+from .poser import BodyPose, FootPlan, LegRig, Poser, leg_rigs, solve_clip
+
+
+def _rest_feet(legs: list[LegRig], frames: int) -> np.ndarray:
+    return np.repeat(np.array([leg.foot_rest for leg in legs]).reshape(1, -1, 3), frames, axis=0)
+
+
+def limit_amplitude(creature: Creature, make_pose: Callable[[np.ndarray], BodyPose], wanted: np.ndarray,
+                    planted: np.ndarray, fps: float, iterations: int = 10) -> np.ndarray:
+    """Largest amplitude ≤ wanted (per frame) keeping planted legs in reach and the body above ground."""
+    frames = wanted.shape[0]
+    legs = leg_rigs(creature)
+    feet = _rest_feet(legs, frames)
+    zeros = np.zeros((frames, len(legs)))
+    floor = np.minimum(creature.rig.heads[:, 2], 0.0)
+
+    def feasible(a: np.ndarray) -> np.ndarray:
+        pose = make_pose(a)
+        poser = Poser(creature, frames)
+        poser.apply_body(pose)
+        poser.inherit()
+        rel = poser.relative_positions()
+        root = poser.root_for(pose.root, rel)
+        starts, ends, _ = poser.leg_ends(rel, root, feet, zeros, zeros)
+        ok = np.ones(frames, dtype=bool)
+        for i, leg in enumerate(legs):
+            if planted[i]:
+                lo, hi = leg.reach
+                d = np.linalg.norm(starts[i] - ends[i], axis=-1)
+                ok &= (d <= hi) & (d >= lo)
+        poser.solve_legs(rel, root, feet, zeros, zeros)
+        poser.inherit()
+        heights = poser.relative_positions()[..., 2] + root[:, None, 2]
+        return ok & np.all(heights >= floor[None] - 1e-12, axis=1)
+
+    if np.all(feasible(wanted)):
+        return wanted
+    lo, hi = np.zeros(frames), wanted.copy()
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        ok = feasible(mid)
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    half = max(1, int(round(0.1 * fps)))
+    a = smooth_lower(lo, half)
+    for _ in range(8):  # feasibility is not monotone everywhere: back off where smoothing broke it
+        ok = feasible(a)
+        if ok.all():
+            break
+        a = smooth_lower(np.where(ok, a, 0.8 * a), half)
+    return a
+
+
+def _pose_maker(creature: Creature, t: np.ndarray, spec: Callable[[np.ndarray, np.ndarray], dict]
+                ) -> Callable[[np.ndarray], BodyPose]:
+    """Wrap an action's pose function (t, amplitude) → dict of body terms into a BodyPose builder."""
+    pelvis = creature.rig.heads[creature.pelvis]
+    neck = creature.neck + ([creature.head] if creature.head >= 0 else [])
+    frames = t.shape[0]
+
+    def make(a: np.ndarray) -> BodyPose:
+        terms = spec(t, a)
+        shift = terms.get("shift", np.zeros((frames, 3)))
+        pitch, roll, yaw = (terms.get(k, np.zeros(frames)) for k in ("pitch", "roll", "yaw"))
+        pose = BodyPose(pelvis + shift, euler_q(pitch, roll, yaw))
+        for name, chain in (("spine", creature.spine), ("neck", neck), ("tail", creature.tail)):
+            if chain and name in terms:
+                bends = np.zeros((frames, len(chain), 3))
+                bends[:] = terms[name][:, None, :] / len(chain)
+                if name + "_wave" in terms:
+                    bends += terms[name + "_wave"](np.arange(len(chain)))
+                setattr(pose, name, bends)
+        if "jaw" in terms:
+            pose.jaw = terms["jaw"]
+        return pose
+
+    return make
+
+
+def _vec(frames: int, pitch=0.0, roll=0.0, yaw=0.0) -> np.ndarray:
+    out = np.zeros((frames, 3))
+    out[:, 0], out[:, 1], out[:, 2] = pitch, roll, yaw
+    return out
+
+
+# An action's terms: (pose spec (t, amplitude) → body terms, wanted amplitude over time, legs it lifts).
+ActionTerms = tuple[Callable, Callable[[np.ndarray], np.ndarray], np.ndarray | None]
+
+
+@dataclass(frozen=True)
+class _ActionBody:
+    """What every in-place action's pose is scaled by: the creature's size, the clip's length, this
+    clip's random amplitude and breathing phase, and the rest tail's lift."""
+
+    leg_len: float
+    d: float  # clip duration (s)
+    amp: float
+    phase: float
+    tail_up: float
+    front: np.ndarray  # (legs,) which legs are fore legs
+
+    def breathe(self, t: np.ndarray, a: np.ndarray | float) -> np.ndarray:
+        return 0.006 * self.leg_len * np.sin(2 * np.pi * 0.4 * t + self.phase) * a
+
+
+def _idle(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    d, leg_len, tail_up, phase = body.d, body.leg_len, body.tail_up, body.phase
+    looks = rng.uniform(-0.35, 0.35, 3)
+
+    def spec(t, a):
+        yaw = np.interp(t, [0, 0.3 * d, 0.6 * d, d], [0, *looks]) * a
+        shift = np.zeros((len(t), 3))
+        shift[:, 2] = body.breathe(t, a)
+        shift[:, 0] = 0.01 * leg_len * np.sin(2 * np.pi * 0.25 * t + phase) * a
+        tail = _vec(len(t), 0.3 * tail_up, yaw=0.1 * np.sin(t + phase))
+        return {"shift": shift, "neck": _vec(len(t), yaw=yaw), "tail": tail}
+    return spec, lambda t: np.ones_like(t), None
+
+
+def _settle(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    """sit, lie_down and stand_up (lying down, played backwards)."""
+    d, leg_len, tail_up = body.d, body.leg_len, body.tail_up
+    depth = {"sit": 0.45, "lie_down": 0.85, "stand_up": 0.85}[action] * body.amp
+    nose_up = 0.45 * body.amp if action == "sit" else 0.0
+
+    def spec(t, a):
+        shift = np.zeros((len(t), 3))
+        shift[:, 2] = -depth * leg_len * a + body.breathe(t, 1.0)
+        shift[:, 1] = 0.1 * leg_len * a if action == "sit" else 0.0
+        return {"shift": shift, "pitch": -nose_up * a,
+                "neck": _vec(len(t), pitch=(0.6 * nose_up - 0.1) * a),
+                "tail": _vec(len(t), pitch=(nose_up + tail_up) * a), "spine": _vec(len(t), pitch=0.1 * a)}
+    if action == "stand_up":
+        return spec, lambda t: 1.0 - envelope(t, 0.2 * d, 0.75 * d), None
+    return spec, lambda t: envelope(t, 0.1 * d, 0.7 * d), None
+
+
+def _crouch(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    d = body.d
+
+    def spec(t, a):
+        shift = np.zeros((len(t), 3))
+        shift[:, 2] = -0.4 * body.amp * body.leg_len * a
+        return {"shift": shift, "pitch": 0.25 * a, "spine": _vec(len(t), pitch=0.15 * a),
+                "neck": _vec(len(t), pitch=-0.3 * a)}
+    return spec, lambda t: envelope(t, 0.1 * d, 0.45 * d, 0.65 * d, 0.95 * d), None
+
+
+def _rear_up(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    d, amp = body.d, body.amp
+
+    def spec(t, a):
+        shift = np.zeros((len(t), 3))
+        shift[:, 2] = 0.05 * body.leg_len * a
+        return {"shift": shift, "pitch": -0.8 * amp * a, "neck": _vec(len(t), pitch=0.5 * a),
+                "tail": _vec(len(t), pitch=(0.8 * amp + body.tail_up) * a),
+                "spine": _vec(len(t), pitch=-0.15 * a)}
+    return spec, lambda t: envelope(t, 0.15 * d, 0.45 * d, 0.65 * d, 0.95 * d), body.front
+
+
+def _look_around(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    d = body.d
+    targets = rng.uniform(-1.0, 1.0, 3) * np.array([1, -1, 1])
+
+    def spec(t, a):
+        yaw = np.interp(t, [0, 0.2 * d, 0.45 * d, 0.7 * d, 0.9 * d, d], [0, targets[0], targets[0],
+                                                                          targets[1], targets[2], 0])
+        pitch = -0.15 * np.sin(2 * np.pi * t / d)
+        return {"neck": _vec(len(t), pitch=pitch * a, yaw=yaw * a), "shift": np.c_[
+            np.zeros(len(t)), np.zeros(len(t)), body.breathe(t, a)], "tail": _vec(len(t), body.tail_up * 0.3)}
+    return spec, lambda t: np.ones_like(t), None
+
+
+def _nod(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    """sniff and peck: the head goes down and nods or pecks."""
+    d = body.d
+    rate = 3.0 if action == "sniff" else 2.0
+
+    def spec(t, a):
+        nod = 0.12 * np.sin(2 * np.pi * rate * t) if action == "sniff" else \
+            0.5 * np.maximum(0, np.sin(2 * np.pi * rate * t)) ** 2
+        shift = np.zeros((len(t), 3))
+        shift[:, 2] = -0.05 * body.leg_len * a
+        return {"shift": shift, "pitch": 0.1 * a, "neck": _vec(len(t), pitch=(1.1 * body.amp + nod) * a),
+                "tail": _vec(len(t), body.tail_up * 0.3, yaw=0.15 * np.sin(2 * t) * a)}
+    return spec, lambda t: envelope(t, 0.1 * d, 0.35 * d, 0.75 * d, 0.95 * d), None
+
+
+def _shake(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    d = body.d
+    rate = rng.uniform(3.5, 4.5)
+
+    def spec(t, a):
+        wob = np.sin(2 * np.pi * rate * t)
+        return {"roll": 0.3 * body.amp * a * wob, "spine": _vec(len(t), roll=0.3 * a * wob),
+                "neck": _vec(len(t), roll=0.4 * a * wob, yaw=0.3 * a * wob),
+                "tail": _vec(len(t), yaw=0.5 * a * wob)}
+    return spec, lambda t: envelope(t, 0.1 * d, 0.25 * d, 0.7 * d, 0.9 * d), None
+
+
+def _wag_tail(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    rate = rng.uniform(2.5, 3.5)
+
+    def spec(t, a):
+        def wave(k):
+            swing = 0.35 * body.amp * a[:, None] * np.sin(2 * np.pi * rate * t[:, None] - 0.7 * k[None])
+            return swing[..., None] * np.array([0.0, 0.0, 1.0])
+        return {"tail": _vec(len(t), pitch=body.tail_up + 0.3 * a), "tail_wave": wave,
+                "shift": np.c_[np.zeros(len(t)), np.zeros(len(t)), body.breathe(t, a)]}
+    return spec, lambda t: envelope(t, 0.0, 0.2 * body.d), None
+
+
+def _limbs_only(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    """wave and flap: the body stays still; arms or wings do the work (see `_limb_extra`)."""
+    def spec(t, a):
+        return {"shift": np.c_[np.zeros(len(t)), np.zeros(len(t)), body.breathe(t, 1.0)]}
+    return spec, lambda t: np.ones_like(t), None
+
+
+_ACTION_TERMS: dict[str, Callable[[_ActionBody, str, np.random.Generator], ActionTerms]] = {
+    "idle": _idle, "sit": _settle, "lie_down": _settle, "stand_up": _settle, "crouch": _crouch,
+    "rear_up": _rear_up, "look_around": _look_around, "sniff": _nod, "peck": _nod, "shake": _shake,
+    "wag_tail": _wag_tail, "wave": _limbs_only, "flap": _limbs_only,
+}
+
+
+def action_terms(creature: Creature, action: str, duration: float, rng: np.random.Generator) -> ActionTerms:
+    """(pose spec, wanted amplitude over time, which legs may leave the ground) for an in-place action."""
+    leg_len = max(creature.leg_length, 0.05 * creature.rig.body_size)
+    amp = rng.uniform(0.85, 1.1)
+    phase = rng.uniform(0, 2 * np.pi)
+    legs = leg_rigs(creature)
+    front = np.array([leg.limb.position == "front" for leg in legs], dtype=bool)
+    terms = _ACTION_TERMS.get(action)
+    if terms is None:
+        raise ControllerError(f"Unknown action '{action}'.")
+    return terms(_ActionBody(leg_len, duration, amp, phase, tail_lift(creature), front), action, rng)
+
+
+def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: np.random.Generator
+                ) -> Callable[[Poser], None]:
+    """Arms (hang, swing, wave) and wings (fold, flap) on top of a body pose."""
+    frames = t.shape[0]
+    rate = rng.uniform(1.2, 1.8)
+
+    def extra(poser: Poser) -> None:
+        arms = arm_limbs(creature)
+        if arms:
+            raise_dir, weight = None, None
+            if action == "wave":
+                waving = max(range(len(arms)), key=lambda n: arms[n].side == -LEFT)
+                side = arms[waving].side
+                sweep = 0.35 * np.sin(2 * np.pi * rate * t)
+                raise_dir = {waving: np.stack([side * (0.45 + sweep), np.full(frames, -0.15),
+                                               np.full(frames, 0.9)], axis=-1)}
+                weight = envelope(t, 0.05 * d, 0.3 * d, 0.75 * d, 0.95 * d)
+            pose_arms(poser, {}, raise_dir, weight)
+        if creature.limbs_of("wing"):
+            if action == "flap":
+                beat = 0.7 * np.sin(2 * np.pi * 2.5 * rate * t) * envelope(t, 0.0, 0.15 * d)
+                pose_wings(poser, beat, 0.3 * np.maximum(0, np.cos(2 * np.pi * 2.5 * rate * t)))
+            else:
+                pose_wings(poser, np.full(frames, -0.1), np.full(frames, 0.0))
+    return extra
+
+
+def in_place(creature: Creature, action: str, frames: int, fps: float,
+             rng: np.random.Generator) -> GeneratedClip:
+    """Actions with the feet planted at rest (except legs an action lifts, e.g. fore legs rearing)."""
+    t = np.arange(frames) / fps
+    d = max(t[-1], 1e-6)
+    spec, wanted_fn, free = action_terms(creature, action, d, rng)
+    legs = leg_rigs(creature)
+    free = np.zeros(len(legs), bool) if free is None else free
+    make = _pose_maker(creature, t, spec)
+    wanted = wanted_fn(t)
+    a = limit_amplitude(creature, make, wanted, ~free, fps) if legs else wanted
+    pose = make(a)
+    targets = _rest_feet(legs, frames)
+    contacts = np.ones((frames, len(legs)), dtype=bool)
+    if free.any():
+        # Lifted legs follow the body rigidly (tucked a little) and are down only where a == 0.
+        pelvis = creature.rig.heads[creature.pelvis]
+        for i in np.flatnonzero(free):
+            carried = pose.root + quat_rotate(pose.body, legs[i].foot_rest - pelvis)
+            carried[:, 2] = np.maximum(carried[:, 2] + 0.1 * creature.leg_length * a, legs[i].foot_rest[2])
+            targets[:, i] = np.where(a[:, None] > 0, carried, targets[:, i])
+            contacts[:, i] = a <= 0
+    zeros = np.zeros((frames, len(legs)))
+    motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, zeros), fps,
+                              _limb_extra(creature, action, t, d, rng))
+    info.update(amplitude=a, foot_targets=targets)
+    return GeneratedClip(motion, action, [{"gait": action, "duration": frames / fps, "speed": 0.0}], 0.0,
+                         "none", contacts, info)
+
+
+def jump(creature: Creature, frames: int, fps: float, rng: np.random.Generator) -> GeneratedClip:
+    """Crouch, ballistic flight forward, land and absorb; feet planted before take-off and after landing."""
+    legs = leg_rigs(creature)
+    t = np.arange(frames) / fps
+    d = max(t[-1], 1e-6)
+    leg_len = creature.leg_length
+    t_off, flight = 0.38 * d, 0.28 * d * rng.uniform(0.9, 1.1)
+    t_land = t_off + flight
+    distance = rng.uniform(0.5, 0.8) * leg_len * (0.5 if creature.family == "biped" else 1.0)
+    s = np.clip((t - t_off) / flight, 0.0, 1.0)
+    rise = 0.5 * GRAVITY * flight**2 * s * (1.0 - s)  # ballistic: h(s) = g T² s(1-s) / 2
+    crouch = 0.22 * leg_len * (envelope(t, 0.05 * d, 0.28 * d, 0.28 * d, t_off)
+                               + envelope(t, t_land, t_land + 0.08 * d, t_land + 0.08 * d, 0.95 * d))
+    pelvis = creature.rig.heads[creature.pelvis]
+    root = np.repeat(pelvis[None], frames, axis=0)
+    root[:, 1] -= distance * s
+    root[:, 2] += rise - crouch
+    tilt = 0.15 * np.sin(2 * np.pi * s) * (s > 0) * (s < 1)
+    pose = BodyPose(root, about(X_AXIS, tilt))
+    neck = creature.neck + ([creature.head] if creature.head >= 0 else [])
+    if neck:
+        pose.neck = np.repeat(_vec(frames, pitch=-tilt)[:, None] / len(neck), len(neck), axis=1)
+    if creature.tail:
+        lift = 0.3 * tail_lift(creature) + 0.4 * rise / max(leg_len, 1e-6)
+        count = len(creature.tail)
+        pose.tail = np.repeat(_vec(frames, pitch=lift)[:, None] / count, count, axis=1)
+    targets = _rest_feet(legs, frames)
+    contacts = (t <= t_off) | (t >= t_land)
+    contacts = np.repeat(contacts[:, None], len(legs), axis=1)
+    hs = smoothstep(s)
+    targets[:, :, 1] -= distance * hs[:, None]
+    targets[:, :, 2] += (0.9 * rise + 0.15 * leg_len * np.sin(np.pi * s))[:, None]
+    zeros = np.zeros((frames, len(legs)))
+    fold = np.repeat((0.4 * np.sin(np.pi * s))[:, None], len(legs), axis=1)
+    motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, fold), fps,
+                              _limb_extra(creature, "jump", t, d, rng))
+    info.update(foot_targets=targets, take_off=t_off, landing=t_land, distance=distance)
+    return GeneratedClip(motion, "jump", [{"gait": "jump", "duration": frames / fps, "speed": 0.0}],
+                         0.0, "forward", contacts, info)
+
+
+def glide(creature: Creature, frames: int, fps: float, rng: np.random.Generator, speed: float | None,
+          turn_rate: float) -> GeneratedClip:
+    """Airborne glide: wings spread and banking, legs carried, slow descent well above the ground."""
+    legs = leg_rigs(creature)
+    size = creature.rig.body_size
+    t = np.arange(frames) / fps
+    v = speed if speed is not None else rng.uniform(0.9, 1.1) * 2.0 * np.sqrt(GRAVITY * size)
+    heading = turn_rate * t
+    dt = 1.0 / fps
+    vel = v * heading_forward(heading)
+    pelvis = creature.rig.heads[creature.pelvis]
+    root = pelvis + np.concatenate([[np.zeros(3)], np.cumsum(0.5 * (vel[1:] + vel[:-1]) * dt, axis=0)])
+    altitude = 1.5 * size
+    root[:, 2] += altitude - 0.05 * size * t / max(t[-1], 1e-6)
+    bank = 0.15 * np.sin(2 * np.pi * 0.3 * t + rng.uniform(0, 6.28)) + 0.3 * np.clip(turn_rate, -1, 1)
+    pose = BodyPose(root, quat_multiply(about(Z_AXIS, heading), about(Y_AXIS, -bank)))
+    targets = np.zeros((frames, len(legs), 3))
+    for i, leg in enumerate(legs):
+        carried = pose.root + quat_rotate(pose.body, leg.foot_rest - pelvis)
+        targets[:, i] = carried + np.array([0.0, 0.1, 0.1]) * creature.leg_length
+    zeros = np.zeros((frames, len(legs)))
+    contacts = np.zeros((frames, len(legs)), dtype=bool)
+
+    def extra(poser: Poser) -> None:
+        pose_wings(poser, 0.08 * np.sin(2 * np.pi * 0.5 * t), np.zeros(frames))
+
+    motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, zeros), fps, extra,
+                              lower=False)
+    info.update(heading=heading, foot_targets=targets)
+    return GeneratedClip(motion, "glide", [{"gait": "glide", "duration": frames / fps, "speed": v}], v,
+                         "forward", contacts, info)
+

@@ -1,0 +1,103 @@
+"""Secondary body motion: tails kept up and off the ground, arms hanging and swinging, wings and fins."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.creature import Creature, Limb
+from ...core.ik import aim
+from ...core.motion import Motion, forward_kinematics
+from ...core.rotations import quat_multiply, quat_rotate
+from .common import X_AXIS, Y_AXIS, Z_AXIS, about
+from .poser import Poser
+
+
+def tail_lift(creature: Creature) -> float:
+    """Angle (rad) that raises a drooping rest tail to horizontal (0 when it already is)."""
+    if not creature.tail:
+        return 0.0
+    rig = creature.rig
+    base, tip = rig.heads[creature.tail[0]], rig.tails[creature.tail[-1]]
+    back = tip - base
+    return float(np.arctan2(-back[2], max(back[1], 1e-9))) if back[1] > 0 else 0.0
+
+
+def tail_clearance(creature: Creature, motion: Motion) -> np.ndarray | None:
+    """(T,) extra lift (rad, about the tail base) keeping every tail joint above the ground, or None."""
+    if not creature.tail:
+        return None
+    rig = creature.rig
+    inside = np.zeros(rig.joint_count, dtype=bool)
+    inside[creature.tail[0]] = True
+    for j in rig.topological_order:
+        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
+            inside[j] = True
+    joints = np.flatnonzero(inside)
+    joints = joints[joints != creature.tail[0]]
+    if joints.size == 0:
+        return None
+    pos = forward_kinematics(rig, motion)[..., :3, 3]
+    margin = np.minimum(0.02 * max(creature.leg_length, 1e-3), np.maximum(rig.heads[joints, 2], 0.0))
+    deficit = margin[None] - pos[:, joints, 2]
+    if not np.any(deficit > 1e-9 * rig.body_size):
+        return None
+    base = pos[:, creature.tail[0]]
+    reach = np.maximum(np.linalg.norm(pos[:, joints] - base[:, None], axis=-1), 1e-9)
+    angle = np.arcsin(np.clip(np.maximum(deficit, 0.0) / reach, 0.0, 1.0))
+    return 1.2 * angle.max(axis=1)
+
+
+def arm_limbs(creature: Creature) -> list[Limb]:
+    return [limb for limb in creature.limbs if limb.kind == "arm" and limb.foot < 0]
+
+
+def _arm_start(limb: Limb) -> int:
+    """Index of the upper arm in an arm chain (skipping a clavicle when there is one)."""
+    return 1 if len(limb.joints) >= 4 else 0
+
+
+def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, np.ndarray] | None = None,
+              raise_weight: np.ndarray | None = None) -> None:
+    """Arms hang at the sides and swing fore–aft; an arm in `raise_dir` is lifted towards that direction."""
+    rig = poser.rig
+    frames = poser.frames
+    for n, limb in enumerate(arm_limbs(poser.creature)):
+        k0 = _arm_start(limb)
+        if k0 + 1 >= len(limb.joints):
+            continue
+        upper, lower = limb.joints[k0], limb.joints[k0 + 1]
+        parent_q = poser.get(int(rig.parents[upper]))
+        rest_dir = rig.heads[lower] - rig.heads[upper]
+        hang = np.array([0.15 * limb.side, 0.0, -1.0])
+        amount = swing.get(n, np.zeros(frames))
+        body_dir = quat_rotate(about(X_AXIS, -amount), np.broadcast_to(hang, (frames, 3)))
+        if raise_dir is not None and n in raise_dir and raise_weight is not None:
+            w = raise_weight[:, None]
+            body_dir = (1 - w) * body_dir + w * raise_dir[n]
+        q_upper = aim(parent_q, rest_dir, quat_rotate(parent_q, body_dir))
+        poser.set(upper, q_upper)
+        if k0 + 2 < len(limb.joints):
+            fore, hand = limb.joints[k0 + 1], limb.joints[k0 + 2]
+            fore_rest = rig.heads[hand] - rig.heads[fore]
+            bent = quat_rotate(about(X_AXIS, np.full(frames, -0.35)), body_dir)
+            poser.set(fore, aim(q_upper, fore_rest, quat_rotate(parent_q, bent)))
+
+
+def pose_wings(poser: Poser, beat: np.ndarray, fold: np.ndarray) -> None:
+    """Wings rotate about the body's long axis by `beat` (up > 0); distal joints fold by `fold`."""
+    rig = poser.rig
+    for limb in poser.creature.limbs_of("wing"):
+        parent_q = poser.get(int(rig.parents[limb.root]))
+        q = quat_multiply(parent_q, about(Y_AXIS, -limb.side * beat))
+        poser.set(limb.root, q)
+        for k, j in enumerate(limb.joints[1:]):
+            q = quat_multiply(q, about(Z_AXIS, limb.side * fold * (0.6 if k else 1.0)))
+            poser.set(j, q)
+
+
+def pose_fins(poser: Poser, t: np.ndarray, rate: float, amplitude: float) -> None:
+    for limb in poser.creature.limbs_of("fin"):
+        parent_q = poser.get(int(poser.rig.parents[limb.root]))
+        poser.set(limb.root, quat_multiply(parent_q, about(Y_AXIS, limb.side * amplitude
+                                                            * np.sin(2 * np.pi * rate * t))))
+

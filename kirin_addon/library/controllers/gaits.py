@@ -1,0 +1,381 @@
+"""Legged locomotion: gaits, stride frequencies and speeds, turning paths, and the clip that puts them
+together (planted feet, swing arcs, body bob, IK legs) for any number of legs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.creature import Creature
+from ...core.rotations import quat_multiply
+from .body import arm_limbs, pose_arms, pose_wings, tail_clearance, tail_lift
+from .common import GRAVITY, X_AXIS, Y_AXIS, Z_AXIS, ControllerError, GeneratedClip, about, smooth_upper
+from .feet import GaitSchedule, girdle_shifts, phase_offsets, plan_feet, spine_turn_bend
+from .path import Profile, TimeGrid, build_path, segment_weights
+from .poser import BodyPose, FootPlan, LegRig, Poser, chain_bends, leg_rigs, solve_clip
+from .reach import leg_reach
+
+# At least this many frames per gait cycle by default: faster cycles alias at the clip's frame rate.
+MIN_CYCLE_FRAMES = 6.0
+# ... and at least this many frames per swing, so a swinging foot never crosses its stride in one frame (the
+# wave gait's 0.8 duty leaves a fifth of the cycle for the swing).
+MIN_SWING_FRAMES = 2.0
+# Never fewer than this many (explicit speeds and turn rates may need faster cycles than the above).
+HARD_CYCLE_FRAMES = 4.0
+# A default turn may shorten strides by up to this factor before it is made wider.
+TURN_STRIDE = 1.5
+
+
+@dataclass(frozen=True)
+class Gait:
+    """A legged gait: footfall phases by leg pattern, duty factor and defaults from the Froude number."""
+
+    name: str
+    pattern: str  # how per-leg phase offsets are laid out (see `_phase_offsets`)
+    duty: float  # fraction of the cycle each foot is on the ground
+    froude: float  # default speed as Froude number v² / (g L)
+    lift: float  # swing foot clearance, in leg lengths
+    bob: float  # vertical body bob, in leg lengths
+    bobs_per_cycle: int  # 2 for symmetric gaits, 1 for gallops, bounds and pronks
+    pitch: float = 0.0  # body pitch oscillation (rad), for bounds and gallops
+    sway: float = 0.0  # lateral body sway, in leg lengths (bipeds)
+    stride_scale: float = 1.0  # multiplies Alexander's relative stride length
+    nod: float = 0.04  # head-and-neck pitch oscillation (rad), with the body bob
+    crouch: float = 0.08  # body drop (in leg lengths) the stride may count on to reach further
+
+
+GAITS: dict[str, Gait] = {
+    "walk": Gait("walk", "lateral", 0.58, 0.30, 0.08, 0.012, 2),
+    "trot": Gait("trot", "trot", 0.45, 0.70, 0.12, 0.025, 2),
+    "pace": Gait("pace", "pace", 0.45, 0.70, 0.11, 0.02, 2),
+    "canter": Gait("canter", "canter", 0.40, 1.30, 0.13, 0.03, 1, pitch=0.06),
+    "gallop": Gait("gallop", "transverse", 0.25, 5.00, 0.14, 0.03, 1, pitch=0.08, stride_scale=0.95,
+                   nod=0.25, crouch=0.12),
+    "rotary_gallop": Gait("rotary_gallop", "rotary", 0.25, 5.00, 0.14, 0.03, 1, pitch=0.08,
+                          stride_scale=0.95, nod=0.25, crouch=0.12),
+    "bound": Gait("bound", "bound", 0.38, 1.40, 0.14, 0.035, 1, pitch=0.10, stride_scale=0.85),
+    "pronk": Gait("pronk", "pronk", 0.35, 0.60, 0.16, 0.05, 1, stride_scale=0.7),
+    "biped_walk": Gait("biped_walk", "alternate", 0.62, 0.20, 0.07, 0.015, 2, sway=0.02, stride_scale=0.7),
+    "run": Gait("run", "alternate", 0.36, 1.00, 0.14, 0.03, 2, sway=0.01, stride_scale=0.75),
+    "hop": Gait("hop", "pronk", 0.40, 0.35, 0.18, 0.06, 1, stride_scale=0.7),
+    "tripod": Gait("tripod", "tripod", 0.55, 0.25, 0.10, 0.01, 2, stride_scale=0.8),
+    "wave": Gait("wave", "wave", 0.80, 0.10, 0.10, 0.005, 1, stride_scale=0.8),
+}
+
+# Gait names each family accepts for locomotion, and what "walk" means for it.
+FAMILY_GAITS = {
+    "quadruped": {"walk": "walk", "trot": "trot", "pace": "pace", "canter": "canter", "gallop": "gallop",
+                  "rotary_gallop": "rotary_gallop", "bound": "bound", "pronk": "pronk"},
+    "dragon": {"walk": "walk", "trot": "trot", "canter": "canter", "gallop": "gallop", "bound": "bound"},
+    "biped": {"walk": "biped_walk", "run": "run"},
+    "bird": {"walk": "biped_walk", "hop": "hop", "run": "run"},
+    "hexapod": {"walk": "tripod", "tripod": "tripod", "wave": "wave"},
+    "spider": {"walk": "tripod", "tripod": "tripod", "wave": "wave"},
+}
+
+
+def stride_frequency(gait: Gait, speed: float, leg: float) -> float:
+    """Cycles per second from Alexander's relative stride length λ = 2.3·Fr^0.3 (scaled per gait)."""
+    default = np.sqrt(gait.froude * GRAVITY * leg)
+    froude = max(speed, 0.25 * default) ** 2 / (GRAVITY * leg)
+    stride = 2.3 * froude**0.3 * gait.stride_scale * leg
+    return max(speed, 0.25 * default) / stride
+
+
+def _gait_for(family: str, name: str) -> Gait:
+    table = FAMILY_GAITS.get(family, {})
+    if name not in table:
+        raise ControllerError(f"A {family} has no gait '{name}' (known: {', '.join(sorted(table))}).")
+    return GAITS[table[name]]
+
+
+def _wrap(x: np.ndarray) -> np.ndarray:
+    return (x + 0.5) % 1.0 - 0.5
+
+
+# ----------------------------------------------------------------------------- legged locomotion
+def _largest(ok: Callable[[float], bool], hi: float, iterations: int = 24) -> float:
+    """Largest x in [0, hi] with ok(x), for ok true at 0 and monotone (bisection)."""
+    if ok(hi):
+        return hi
+    lo = 0.0
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+@dataclass(frozen=True)
+class _StrideFit:
+    """What a locomotion clip's speeds, turn rates and stride frequencies are fitted to: what the legs
+    reach (see LegReach), the frame rate, and the requested direction and turn rate."""
+
+    creature: Creature
+    legs: list[LegRig]
+    arms: np.ndarray  # (L,2) stance centres relative to the pivot the body turns about
+    fps: float
+    direction: str
+    turn_rate: float | None
+    duration: float
+    stride_mult: float
+
+    @property
+    def leg_len(self) -> float:
+        return max(self.creature.leg_length, 1e-3)
+
+    @property
+    def sign(self) -> float:
+        return -1.0 if self.direction == "backward" else 1.0
+
+    @property
+    def f_hard(self) -> float:
+        return self.fps / HARD_CYCLE_FRAMES
+
+    def needed(self, v: float, w: float, gait: Gait) -> float:
+        """Least stride frequency at which every foot's stance fits its reach (see LegReach)."""
+        velocity = np.stack([-w * self.arms[:, 1], w * self.arms[:, 0]], axis=1)
+        velocity[:, 1] -= self.sign * v  # forward is −Y
+        return leg_reach(self.creature, self.legs, gait.crouch).frequency(velocity, gait.duty)
+
+    def cap(self, gait: Gait) -> float:
+        """Highest default stride frequency the frame rate can show for this gait."""
+        return self.fps / max(MIN_CYCLE_FRAMES, MIN_SWING_FRAMES / max(1.0 - gait.duty, 1e-3))
+
+    def base(self, v: float, gait: Gait) -> float:
+        # Alexander's stride, or shorter where the legs cannot reach that far (tiny legs give
+        # frequencies above what the frame rate can show: capped there).
+        return max(min(stride_frequency(gait, v, self.leg_len), self.cap(gait)), self.needed(v, 0.0, gait))
+
+    def segment(self, gait: Gait, speed: float | None, variation: float) -> tuple[float, float, float]:
+        """(speed, stride frequency, turn rate) of one moving segment."""
+        default_speed = speed is None
+        if default_speed:
+            v = variation * np.sqrt(gait.froude * GRAVITY * self.leg_len)
+            # Default speeds stay what the legs can sweep at a cycle rate the frame rate can show.
+            v = min(v, variation * self.cap(gait) / max(self.needed(1.0, 0.0, gait), 1e-12))
+        else:
+            v = float(speed)
+        if self.turn_rate is not None:
+            w = float(self.turn_rate)
+        else:
+            w = default_turn(self.direction, 0.0, self.duration, v, self.leg_len)
+        if w and self.turn_rate is None:
+            v, w = self._bounded_turn(gait, v, w, default_speed)
+        f = min(max(self.base(v, gait), self.needed(v, w, gait)) * self.stride_mult,
+                max(self.f_hard, self.base(v, gait)))
+        return v, f, w
+
+    def _bounded_turn(self, gait: Gait, v: float, w: float, default_speed: bool) -> tuple[float, float]:
+        # A turn may shorten the stride a little (the outer and far feet sweep further than on a
+        # straight path); beyond that a default turn is taken more slowly: on the same radius
+        # (left/right; the feet's speeds scale with it) or, for a circle, at the same turn rate.
+        # With an explicit speed a left/right turn is made wider instead. Explicit turn rates
+        # are kept.
+        f_cap = self.cap(gait)
+        allowed = min(f_cap, TURN_STRIDE * self.base(v, gait))
+        if default_speed and self.direction != "circle" and self.needed(v, w, gait) > allowed:
+            scale = allowed / self.needed(v, w, gait)
+            v, w = v * scale, w * scale
+        if self.direction == "circle" and default_speed:
+            # ... but at no less than half speed where quicker strides (up to the frame-rate
+            # limit) allow it: a circle is walked, not turned on the spot.
+            allowed = max(allowed, min(f_cap, self.needed(0.5 * v, w, gait)))
+            v = _largest(lambda x: self.needed(x, w, gait) <= allowed, v)
+        if self.needed(v, w, gait) > allowed:
+            side = np.sign(w)
+            w = side * _largest(lambda x: self.needed(v, side * x, gait) <= allowed, abs(w))
+        return v, w
+
+
+def _segment_rates(fit: _StrideFit, segments: list[dict], rng: np.random.Generator
+                   ) -> tuple[list[Gait], list[float], list[float], list[float]]:
+    """Gait, speed, stride frequency and turn rate of each segment; a stop keeps the gait before it.
+    Sets each segment's "speed" to the one it gets."""
+    gaits, speeds, freqs, turns = [], [], [], []
+    variation = rng.uniform(0.92, 1.08)
+    for k, seg in enumerate(segments):
+        stop = seg["gait"] in ("stop", "stand")
+        if stop and k == 0:
+            raise ControllerError("A clip cannot start with a stop segment.")
+        if stop:
+            seg["speed"] = 0.0
+            gaits.append(gaits[-1])
+            speeds.append(0.0)
+            freqs.append(freqs[-1])
+            turns.append(0.0)
+            continue
+        gait = _gait_for(fit.creature.family, seg["gait"])
+        v, f, w = fit.segment(gait, seg["speed"], variation)
+        seg["speed"] = v
+        gaits.append(gait)
+        speeds.append(v)
+        freqs.append(f)
+        turns.append(w)
+    return gaits, speeds, freqs, turns
+
+
+@dataclass(frozen=True)
+class _GaitMix:
+    """Which gait moves the body when: per-sample weights of each segment's gait (0 while stopped), the
+    gait cycle's angle, and this clip's random amplitude."""
+
+    gaits: list[Gait]
+    live: np.ndarray  # (N,K)
+    cycle: np.ndarray  # (N,) 2π · gait phase
+    activity: np.ndarray  # (frames,) 1 while moving, 0 while stopped (clip frames)
+    amp: float
+
+
+def _schedule(gaits: list[Gait], freqs: list[float], weights: np.ndarray, legs: list[LegRig], leg_len: float,
+              fps: float, rng: np.random.Generator) -> GaitSchedule:
+    """Blend gait parameters across segments; phase offsets blend along the shortest way round."""
+    n = weights.shape[0]
+    duty = weights @ np.array([g.duty for g in gaits])
+    lift = weights @ np.array([g.lift * leg_len * rng.uniform(0.9, 1.1) for g in gaits])
+    freq = weights @ np.array(freqs)
+    rises = np.cumsum(weights[:, ::-1], axis=1)[:, ::-1]
+    offs = [phase_offsets(g.pattern, legs) for g in gaits]
+    offsets = np.repeat(offs[0][None], n, axis=0)
+    for k in range(1, len(gaits)):
+        offsets = offsets + rises[:, k:k + 1] * _wrap(offs[k] - offs[k - 1])[None]
+    phase = rng.uniform(0.0, 1.0) + np.concatenate([[0.0], np.cumsum(0.5 * (freq[1:] + freq[:-1]) / fps)])
+    return GaitSchedule(phase, offsets, duty, lift, freq)
+
+
+def _body_pose(creature: Creature, profile: Profile, mix: _GaitMix, leg_len: float) -> BodyPose:
+    """Body (clip frames): bob, pitch and sway per gait (none while stopped), heading from the path, and
+    the spine, neck and tail bending with the gait and into turns."""
+    gaits, live, cycle, amp = mix.gaits, mix.live, mix.cycle, mix.amp
+    n, frames = len(profile.times), profile.frames
+    pelvis_rest = creature.rig.heads[creature.pelvis]
+    bob = sum(live[:, k] * g.bob * leg_len * amp * np.cos(g.bobs_per_cycle * cycle)
+              for k, g in enumerate(gaits))
+    pitch = -sum(live[:, k] * g.pitch * amp * np.sin(cycle) for k, g in enumerate(gaits))
+    sway = sum(live[:, k] * g.sway * leg_len * amp * np.sin(cycle) for k, g in enumerate(gaits))
+    heading = profile.heading
+    lateral = np.stack([np.cos(heading), np.sin(heading), np.zeros(n)], axis=-1)
+    root = np.concatenate([profile.position, np.full((n, 1), pelvis_rest[2])], axis=1)
+    root = root + lateral * sway[:, None] + Z_AXIS * bob[:, None]
+    body = quat_multiply(about(Z_AXIS, heading), quat_multiply(about(X_AXIS, pitch), about(Y_AXIS, -2 * sway
+                                                                                           / leg_len)))
+    clip = profile.clip
+    pose = BodyPose(clip(root), clip(body))
+    turn_clip = clip(profile.turn)
+    if creature.spine:
+        bends = chain_bends(frames, len(creature.spine))
+        bends[:, :, 2] = (spine_turn_bend(turn_clip) / len(creature.spine))[:, None]
+        bends[:, :, 0] = -clip(pitch)[:, None] / len(creature.spine)
+        pose.spine = bends
+    neck = creature.neck + ([creature.head] if creature.head >= 0 else [])
+    if neck:
+        bends = chain_bends(frames, len(neck))
+        # Nods with the bob: twice a cycle, or once (head down as the fore feet land: with the pitch).
+        nod = sum(live[:, k] * g.nod * (np.sin(2 * cycle) if g.bobs_per_cycle == 2 else -np.sin(cycle))
+                  for k, g in enumerate(gaits))
+        bends[:, :, 0] = (amp * clip(nod))[:, None] / len(neck)
+        bends[:, :, 2] = (np.clip(0.2 * turn_clip, -0.4, 0.4) / len(neck))[:, None]
+        pose.neck = bends
+    if creature.tail:
+        bends = chain_bends(frames, len(creature.tail))
+        k = np.arange(len(creature.tail))
+        wave = np.sin(clip(cycle)[:, None] - 0.6 * k[None])
+        bends[:, :, 2] = 0.12 * amp * wave * (0.3 + mix.activity[:, None])
+        bends[:, 0, 0] = 0.3 * tail_lift(creature)
+        pose.tail = bends
+    return pose
+
+
+def _swing_limbs(creature: Creature, legs: list[LegRig], offsets: np.ndarray, mix: _GaitMix,
+                 cycle: np.ndarray) -> Callable[[Poser], None]:
+    """Arms swing against the legs of their side (`offsets`: (L,) phase offsets at the clip's start,
+    `cycle`: the clip frames' cycle angle); wings stay folded."""
+    arms = arm_limbs(creature)
+    frames = cycle.shape[0]
+
+    def extra(poser: Poser) -> None:
+        swing = {}
+        for n_arm, limb in enumerate(arms):
+            same = [i for i, leg in enumerate(legs) if leg.limb.side == limb.side]
+            offset = offsets[same[0]] if same else 0.0
+            swing[n_arm] = 0.35 * mix.amp * mix.activity * np.sin(cycle - 2 * np.pi * offset + np.pi)
+        if arms:
+            pose_arms(poser, swing)
+        if creature.limbs_of("wing"):
+            pose_wings(poser, np.full(frames, -0.1), np.full(frames, 0.0))
+
+    return extra
+
+
+def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.random.Generator,
+               direction: str, turn_rate: float | None, stride_mult: float = 1.0) -> GeneratedClip:
+    """Any number of legs: gait phases, planted feet, swing arcs, body bob, IK legs.
+
+    turn_rate: heading rate (rad/s) honoured as given; None takes the direction's default ("left" /
+    "right": a turn of radius ~2 leg lengths, "circle": a full circle over the clip), bounded by
+    what the legs can reach.
+    """
+    legs = leg_rigs(creature)
+    if not legs:
+        raise ControllerError(f"This {creature.family} has no legs to walk on.")
+    leg_len = max(creature.leg_length, 1e-3)
+    frames = int(round(sum(s["duration"] for s in segments) * fps))
+    reach = leg_reach(creature, legs)
+    pelvis_rest = creature.rig.heads[creature.pelvis].copy()
+    # The body turns about the centre of its feet (not the pelvis: a cow's hips sit far behind its
+    # fore feet), so no foot swings round a long lever arm; its stance centres are the feet's.
+    pivot = reach.neutral.mean(axis=0)
+    fit = _StrideFit(creature, legs, (reach.neutral - pivot)[:, :2], fps, direction, turn_rate, frames / fps,
+                     stride_mult)
+    gaits, speeds, freqs, turns = _segment_rates(fit, segments, rng)
+    f_min = min(freqs)
+    pad = int(np.ceil(1.6 / f_min * fps))
+    post = int(np.ceil(1.2 / f_min * fps))
+    times = (np.arange(pad + frames + post) - pad) / fps
+    durations = [s["duration"] for s in segments]
+    weights = segment_weights(times, durations, min(0.5, 0.6 * min(durations)))
+    profile = build_path(TimeGrid(times, pad, frames, fps), np.array(speeds), weights, np.array(turns),
+                         fit.sign, pelvis_rest, pivot)
+
+    stop_mask = np.array([s["gait"] in ("stop", "stand") for s in segments], dtype=float)
+    amp = rng.uniform(0.85, 1.15)
+    schedule = _schedule(gaits, freqs, weights, legs, leg_len, fps, rng)
+    moving = (np.abs(profile.speed) > 1e-9) | (np.abs(profile.turn) > 1e-9)
+    plan = plan_feet(profile, legs, schedule, reach.neutral, pelvis_rest, moving,
+                     girdle_shifts(creature, legs, spine_turn_bend(profile.turn)))
+    clip = profile.clip
+    mix = _GaitMix(gaits, weights * (1.0 - stop_mask)[None], 2 * np.pi * schedule.phase,
+                   clip(1.0 - weights @ stop_mask), amp)
+    pose = _body_pose(creature, profile, mix, leg_len)
+    extra = _swing_limbs(creature, legs, schedule.offsets[pad], mix, clip(mix.cycle))
+
+    contacts = clip(plan.contacts)
+    # Swing feet count too for the body drop (a foot that cannot reach forward lowers the body).
+    feet = FootPlan(clip(plan.targets), clip(plan.yaw), np.ones_like(contacts), clip(plan.fold))
+    motion, info = solve_clip(creature, pose, feet, fps, extra, planted=contacts)
+    for _ in range(3):  # a long tail must not drag: lift it where the body pitches or drops
+        lift_tail = tail_clearance(creature, motion)
+        if lift_tail is None:
+            break
+        pose.tail[:, 0, 0] += smooth_upper(lift_tail, max(1, int(round(0.08 * fps))))
+        motion, info = solve_clip(creature, pose, feet, fps, extra, planted=contacts)
+    info.update(heading=clip(profile.heading).copy(), phase=clip(schedule.phase).copy(), times=clip(times),
+                speed_profile=clip(profile.speed).copy(), foot_targets=clip(plan.targets).copy(),
+                gaits=[g.name for g in gaits], stride_frequency=[float(f) for f in freqs])
+    mean_speed = float(np.mean(clip(profile.speed)))
+    return GeneratedClip(motion, segments[0]["gait"] if len(segments) == 1 else "transition", segments,
+                         mean_speed, direction, contacts, info)
+
+
+def default_turn(direction: str, turn_rate: float, duration: float, speed_hint: float, leg: float) -> float:
+    """The heading rate (rad/s) of a direction: `turn_rate` when given, else a left/right turn of radius
+    ~2 legs (a quarter turn over the clip without a speed hint), a full circle, or none."""
+    if turn_rate:
+        return turn_rate
+    if direction in ("left", "right"):
+        rate = 0.5 * speed_hint / max(leg, 1e-3) if speed_hint else np.pi / 2 / duration
+        return min(rate, np.pi / duration) * (1 if direction == "left" else -1)
+    if direction == "circle":
+        return 2 * np.pi / duration
+    return 0.0

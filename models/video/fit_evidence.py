@@ -1,0 +1,80 @@
+"""The video fit's evidence checked and prepared: keypoints with their confidence as weights, the
+silhouettes area-downsampled to the working size (models/video/fit.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ...kirin_addon.core.rig import Rig
+from .fit_config import VideoFitConfig, VideoFitError
+
+
+@dataclass
+class FitEvidence:
+    size: tuple[int, int]
+    fps: float
+    points: np.ndarray  # (T,J,2) NaN → 0
+    weights: np.ndarray  # (T,J) confidence, 0 where unknown
+    masks: np.ndarray | None  # (T,h,w) float32 on the silhouette grid
+    mask_scale: float  # working-mask pixels per image pixel
+
+
+def check_evidence(evidence, rig: Rig, config: VideoFitConfig) -> FitEvidence:
+    try:
+        width, height = (int(v) for v in evidence.image_size)
+        fps = float(evidence.fps)
+        points = np.asarray(evidence.points, dtype=np.float64)
+        confidence = np.asarray(evidence.confidence, dtype=np.float64)
+        silhouettes = getattr(evidence, "silhouettes", None)
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise VideoFitError(f"The video evidence is malformed: {exc}") from exc
+    if width <= 0 or height <= 0:
+        raise VideoFitError(f"The video's image size must be positive, got {width}×{height}.")
+    if not (math.isfinite(fps) and fps > 0):
+        raise VideoFitError(f"The video's frame rate must be positive, got {fps}.")
+    if points.ndim != 3 or points.shape[-1] != 2:
+        raise VideoFitError(f"Keypoints must be (frames, joints, 2), got {points.shape}.")
+    frames, joints = points.shape[:2]
+    if frames == 0:
+        raise VideoFitError("The video evidence has zero frames.")
+    if joints != rig.joint_count:
+        raise VideoFitError(f"The evidence has keypoints for {joints} joints but the rig has "
+                            f"{rig.joint_count}; give one column per bone (NaN where unknown).")
+    if confidence.shape != (frames, joints):
+        raise VideoFitError(f"Confidence must be (frames, joints) = {(frames, joints)}, "
+                            f"got {confidence.shape}.")
+    known = np.all(np.isfinite(points), axis=-1) & np.isfinite(confidence)
+    weights = np.where(known, np.clip(np.nan_to_num(confidence), 0.0, 1.0), 0.0)
+    weights[weights < config.min_confidence] = 0.0
+    points = np.where(known[..., None], points, 0.0)
+
+    masks, mask_scale = None, 1.0
+    if silhouettes is not None:
+        masks = np.asarray(silhouettes, dtype=np.float32)
+        if masks.ndim != 3 or masks.shape[0] != frames:
+            raise VideoFitError(f"Silhouettes must be (frames, height, width) with {frames} frames, "
+                                f"got {masks.shape}.")
+        h, w = masks.shape[1:]
+        if h == 0 or w == 0:
+            raise VideoFitError("The silhouettes are empty images.")
+        if abs(w / h - width / height) > 0.02 * width / height + 1.0 / min(h, w):
+            raise VideoFitError(f"The silhouettes ({w}×{h}) do not have the video's aspect "
+                                f"({width}×{height}).")
+        masks = np.clip(np.nan_to_num(masks), 0.0, 1.0)
+        longest = max(h, w)
+        if longest > config.mask_size:
+            factor = config.mask_size / longest
+            size = (max(1, round(h * factor)), max(1, round(w * factor)))
+            masks = F.interpolate(torch.from_numpy(masks)[:, None], size=size, mode="area")[:, 0].numpy()
+        mask_scale = masks.shape[2] / width
+        if not np.any(masks.reshape(frames, -1).max(1) > 0.5):
+            masks = None  # silhouettes without a subject say nothing
+    if not weights.any() and masks is None:
+        raise VideoFitError("The video evidence has no keypoint for any joint and no silhouette: "
+                            "nothing to fit the rig to.")
+    return FitEvidence((width, height), fps, points, weights, masks, mask_scale)

@@ -1,0 +1,103 @@
+"""The video fit's starting point (models/video/fit.py): the root path from the evidence and, where
+no camera is given, the estimated camera."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ...kirin_addon.core.camera import PinholeCamera
+from .fit_body import Body
+from .fit_config import VideoFitConfig
+from .fit_evidence import FitEvidence
+from .fit_problem import Problem
+
+
+def initial_root_path(problem: Problem, body: Body, deltas0: np.ndarray, camera_c: PinholeCamera,
+                       scale: float) -> np.ndarray:
+    """(T,3) canonical root path from the evidence (see the module docstring)."""
+    ev = problem.ev
+    frames = ev.points.shape[0]
+    with torch.no_grad():
+        heads, tails = body.positions(torch.as_tensor(deltas0, dtype=torch.float32),
+                                      torch.zeros(frames, 3))
+    heads, tails = heads.numpy().astype(np.float64), tails.numpy().astype(np.float64)
+    centre2d = np.full((frames, 2), np.nan)
+    spread2d = np.full(frames, np.nan)
+    offset3d = np.zeros((frames, 3))
+    spread3d = np.full(frames, np.nan)
+    for t in range(frames):
+        w = ev.weights[t]
+        if np.count_nonzero(w) >= 3:
+            c = (w[:, None] * ev.points[t]).sum(0) / w.sum()
+            centre2d[t] = c
+            spread2d[t] = np.sqrt((w * ((ev.points[t] - c) ** 2).sum(-1)).sum() / w.sum())
+            c3 = (w[:, None] * heads[t]).sum(0) / w.sum()
+            offset3d[t] = c3
+            spread3d[t] = np.sqrt((w * ((heads[t] - c3) ** 2).sum(-1)).sum() / w.sum() * 2.0 / 3.0)
+        elif ev.masks is not None and ev.masks[t].max() > 0.5:
+            m = ev.masks[t]
+            ys, xs = np.nonzero(m > 0.5)
+            pix = (np.stack([xs, ys], -1) + 0.5) / ev.mask_scale
+            c = pix.mean(0)
+            centre2d[t] = c
+            spread2d[t] = np.sqrt(((pix - c) ** 2).sum(-1).mean())
+            drawn = body.drawn.numpy()
+            axis = np.concatenate([heads[t, drawn], tails[t, drawn]])
+            c3 = axis.mean(0)
+            offset3d[t] = c3
+            spread3d[t] = np.sqrt(((axis - c3) ** 2).sum(-1).mean() * 2.0 / 3.0)
+    good = np.isfinite(spread2d) & (spread2d > 1e-6)
+    if not good.any():
+        root = np.repeat(body.rest_heads[body.main][None], frames, 0)
+        return root
+    depth = float(np.median(camera_c.focal * scale * spread3d[good] / spread2d[good]))
+    index = np.arange(frames)
+    for k in range(2):
+        centre2d[:, k] = np.interp(index, index[good], centre2d[good, k])
+    for k in range(3):
+        offset3d[:, k] = np.interp(index, index[good], offset3d[good, k])
+    # Averaged: the centroid path under a short moving average, at the clip's median depth.
+    if frames >= 3:
+        padded = np.pad(centre2d, ((1, 1), (0, 0)), mode="edge")
+        centre2d = (padded[:-2] + padded[1:-1] + padded[2:]) / 3.0
+    world = camera_c.backproject(centre2d, np.full(frames, depth)) / scale
+    # Ground-aligned: slide along each pixel's ray to the rest height of the centroid, where the
+    # ray is steep enough for that to move the depth by less than 30 %.
+    height = (body.rest_heads[body.main, 2] + offset3d[:, 2]) * scale
+    eye = camera_c.position
+    ray = world * scale - eye
+    lift = ray[:, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = (height - eye[2]) / lift
+    ok = np.isfinite(factor) & (np.abs(factor - 1.0) < 0.3)
+    world[ok] = (eye + factor[ok, None] * ray[ok]) / scale
+    return world - offset3d
+
+
+def estimate_camera(ev: FitEvidence, body: Body, config: VideoFitConfig) -> PinholeCamera:
+    width, height = ev.size
+    focal = float(config.focal) if config.focal else float(max(width, height))
+    extents = []
+    for t in range(ev.points.shape[0]):
+        if ev.masks is not None and ev.masks[t].max() > 0.5:
+            ys, xs = np.nonzero(ev.masks[t] > 0.5)
+            extents.append(max(xs.max() - xs.min() + 1, ys.max() - ys.min() + 1) / ev.mask_scale)
+        elif np.count_nonzero(ev.weights[t]) >= 2:
+            p = ev.points[t][ev.weights[t] > 0]
+            extents.append(float(np.max(p.max(0) - p.min(0))))
+    if ev.masks is not None:
+        body_extent = 1.0  # the body size, by the canonical frame's definition
+    else:
+        seen = np.flatnonzero(ev.weights.sum(0) > 0)
+        rest = body.rest_heads[seen]
+        body_extent = float(np.max(rest.max(0) - rest.min(0))) if seen.size >= 2 else 1.0
+    extent = float(np.median(extents)) if extents else 0.5 * max(width, height)
+    distance = focal * max(body_extent, 1e-3) / max(extent, 1.0)
+    target = body.rest_heads[body.main].copy()
+    elevation = math.radians(config.camera_elevation_deg)
+    direction = np.array([-math.cos(elevation), 0.0, math.sin(elevation)])
+    return PinholeCamera.look_at(target + distance * direction, target, (0.0, 0.0, 1.0), focal,
+                                 np.array([width / 2.0, height / 2.0]))
