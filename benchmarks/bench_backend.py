@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from kirin.kirin_addon.backend.process import start_backend
+from kirin.kirin_addon.backend.process import BackendLaunch, start_backend
 from kirin.kirin_addon.backend.protocol import generate_to_json
 from kirin.kirin_addon.generate.request import GenerateRequest
 from kirin.kirin_addon.library.families.build import build_creature
@@ -98,8 +98,8 @@ def main() -> None:
 
     # ---------------------------------------------------------------- cold: launch to first result
     started = time.perf_counter()
-    process = start_backend(sys.executable, device=args.device, threads=args.threads, timeout=300,
-                            extra_args=["--bank", args.bank])
+    process = start_backend(sys.executable, BackendLaunch(device=args.device, threads=args.threads,
+                                                          extra_args=["--bank", args.bank]), timeout=300)
     listening = time.perf_counter() - started
     client = process.client
     try:

@@ -21,7 +21,8 @@ import torch
 from kirin.kirin_addon.core.rig import Rig
 from kirin.kirin_addon.generate.request import GenerateRequest
 from kirin.kirin_addon.library.families.build import build_creature
-from kirin.models.config import DenoiserConfig, DiffusionConfig
+from kirin.models.config import DiffusionConfig
+from kirin.models.motion.config import DenoiserConfig
 from kirin.models.motion.denoiser import Denoiser
 from kirin.models.motion.export import export_onnx
 from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel, SamplingOptions

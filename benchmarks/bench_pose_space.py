@@ -76,6 +76,7 @@ from kirin.kirin_addon.core.rotations import (
     quat_slerp,
     quat_to_matrix,
     rotation_between,
+    yaw_matrix,
 )
 from kirin.kirin_addon.eval.distributions import frechet_distance
 from kirin.kirin_addon.io.clip import Clip, load_clip
@@ -95,10 +96,10 @@ from kirin.models.pose.sampler import (
     Pose,
     PosedRig,
     PosePrior,
+    ProjectOptions,
     pose_from_motion,
     pose_to_motion,
 )
-from kirin.models.representation import yaw_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLIPS = Path("/tmp/real")
@@ -340,12 +341,13 @@ def run_drags(prior: PosePrior, rd: RigData, drags: list[Drag]) -> dict:
         pose = rd.poses[drag.start]
         targets = {drag.joint: drag.canonical_target(pose)}
         started = time.perf_counter()
-        result = prior.project(rd.posed, pose, targets, seed=k)
+        result = prior.project(rd.posed, pose, targets, options=ProjectOptions(seed=k))
         project_s.append(time.perf_counter() - started)
         if not rd.rest_only:
             ranges = known_ranges(rd, drag.start)
             started = time.perf_counter()
-            kept.append(prior.project(rd.posed, pose, targets, seed=k, ranges=ranges).pose.deltas)
+            options = ProjectOptions(seed=k)
+            kept.append(prior.project(rd.posed, pose, targets, ranges=ranges, options=options).pose.deltas)
             ranges_s.append(time.perf_counter() - started)
         started = time.perf_counter()
         plain = solve_handles(skeleton, pose.deltas, [Handle(drag.joint, drag.target)], stiffness=stiffness)

@@ -41,6 +41,21 @@ class Inpaint:
     mask: torch.Tensor
 
 
+@dataclass(frozen=True, eq=False)
+class DDIMOptions:
+    """How `Diffusion.sample_ddim` samples: `steps` network calls over the whole schedule (fewer
+    with SDEdit), classifier-free `guidance`, `eta` (0: deterministic DDIM; 1: DDPM-like noise),
+    `strength` (where on the schedule it starts), known values to keep (`inpaint`) and `hook`, a
+    function every x0 prediction goes through (e.g. the loop cross-fade, or IK guidance)."""
+
+    steps: int = 10
+    guidance: float = 1.0
+    eta: float = 0.0
+    strength: float = 1.0
+    inpaint: Inpaint | None = None
+    hook: Callable[[torch.Tensor], torch.Tensor] | None = None
+
+
 class Diffusion:
     def __init__(self, steps: int = 1000, schedule: str = "cosine"):
         if schedule == "cosine":
@@ -73,23 +88,21 @@ class Diffusion:
         self,
         predict: Predict,
         shape: tuple[int, ...],
-        steps: int = 10,
-        guidance: float = 1.0,
+        options: DDIMOptions | None = None,
         generator: torch.Generator | None = None,
-        inpaint: Inpaint | None = None,
-        eta: float = 0.0,
         noise: torch.Tensor | None = None,
-        progress: Callable[[float], None] | None = None,
-        hook: Callable[[torch.Tensor], torch.Tensor] | None = None,
         init: torch.Tensor | None = None,
-        strength: float = 1.0,
+        progress: Callable[[float], None] | None = None,
     ) -> torch.Tensor:
-        """DDIM (Song et al.) over `steps` evenly spaced noise levels; known values (inpainting) are
-        imposed on every x0 prediction and on the result, so they come back exactly. With `init` (a
-        clean sample of `shape`), sampling starts from it noised to `strength` of the schedule
-        (SDEdit): strength 1 ignores it, 0.5 keeps its broad strokes; the steps shrink with it. Without
-        `init`, a `strength` below 1 starts from `noise` as the noisy x at that level (after
-        `invert_ddim`)."""
+        """DDIM (Song et al.) over `options.steps` evenly spaced noise levels; known values
+        (inpainting) are imposed on every x0 prediction and on the result, so they come back exactly.
+        With `init` (a clean sample of `shape`), sampling starts from it noised to `options.strength`
+        of the schedule (SDEdit): strength 1 ignores it, 0.5 keeps its broad strokes; the steps shrink
+        with it. Without `init`, a strength below 1 starts from `noise` as the noisy x at that level
+        (after `invert_ddim`)."""
+        options = DDIMOptions() if options is None else options
+        steps, guidance, eta, strength = options.steps, options.guidance, options.eta, options.strength
+        inpaint, hook = options.inpaint, options.hook
         x = torch.randn(shape, generator=generator) if noise is None else noise.clone()
         if not 0.0 < strength <= 1.0:
             raise ValueError(f"strength must lie in (0, 1], got {strength}")

@@ -24,7 +24,7 @@ import numpy as np
 from ..kirin_addon.core.canonical import CanonicalRig
 from ..kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_deltas
 from ..kirin_addon.core.rig import Rig
-from ..kirin_addon.core.rotations import matrix_to_6d, matrix_to_quat, sixd_to_matrix
+from ..kirin_addon.core.rotations import heading, matrix_to_6d, matrix_to_quat, sixd_to_matrix, yaw_matrix
 from ..kirin_addon.eval.metrics import Ground, foot_contacts
 
 ROT = slice(0, 6)
@@ -33,29 +33,6 @@ VEL = slice(9, 12)
 CONTACT = 12
 YAW = 13
 CHANNELS = 14
-FORWARD = np.array([0.0, -1.0, 0.0])
-
-
-def yaw_matrix(yaw: np.ndarray) -> np.ndarray:
-    c, s = np.cos(yaw), np.sin(yaw)
-    out = np.zeros(np.shape(yaw) + (3, 3))
-    out[..., 0, 0], out[..., 0, 1], out[..., 1, 0], out[..., 1, 1] = c, -s, s, c
-    out[..., 2, 2] = 1.0
-    return out
-
-
-def heading(root_deltas: np.ndarray) -> np.ndarray:
-    """(T,) unwrapped yaw that turns −Y onto the root's forward, held where the root points straight up."""
-    forward = root_deltas @ FORWARD
-    flat = np.linalg.norm(forward[:, :2], axis=-1)
-    yaw = np.arctan2(forward[:, 0], -forward[:, 1])  # Rz(yaw)·(0,−1,0) = (sin yaw, −cos yaw, 0)
-    good = flat > 0.2
-    if not good.any():
-        return np.zeros(len(yaw))
-    index = np.where(good, np.arange(len(yaw)), 0)
-    np.maximum.accumulate(index, out=index)
-    index[: np.argmax(good)] = np.argmax(good)
-    return np.unwrap(yaw[index])
 
 
 @dataclass

@@ -21,6 +21,7 @@ import numpy as np
 from bpy.props import EnumProperty, FloatProperty
 
 from ..kirin_addon.backend.results import BackendError, BindResult, TransferResult, WeightSet
+from ..kirin_addon.bind.request import BindRequest, TransferRequest
 from . import scene_io
 from .common import BackendOperator, BackendTask, connect, start_task
 from .properties import FAMILY_ITEMS
@@ -65,24 +66,19 @@ def _unbound(obj: bpy.types.Object) -> None:
 @dataclass
 class BindInput:
     mesh: str  # object name
-    vertices: np.ndarray  # world space
-    triangles: np.ndarray
-    family: str | None
-    weights: str  # transfer, heat or blend (kirin_addon/backend/protocol.py: BIND_WEIGHTS)
+    binding: BindRequest  # world space
 
 
 class BindTask(BackendTask):
-    def __init__(self, client, request: BindInput, options: dict):
+    def __init__(self, client, request: BindInput):
         self.request = request
-        job = client.auto_bind(request.vertices, request.triangles, request.family, weights=request.weights,
-                               **options)
-        super().__init__(job, f"binding '{request.mesh}'")
+        super().__init__(client.auto_bind(request.binding), f"binding '{request.mesh}'")
 
 
 def write_bind(context, request: BindInput, result: BindResult) -> tuple[bpy.types.Object, dict]:
     """The fitted armature at the world origin, the mesh's vertex groups, modifier and parent."""
     obj = bpy.data.objects.get(request.mesh)
-    if obj is None or obj.type != "MESH" or len(obj.data.vertices) != request.vertices.shape[0]:
+    if obj is None or obj.type != "MESH" or len(obj.data.vertices) != request.binding.vertices.shape[0]:
         raise scene_io.SceneError(
             f"The mesh '{request.mesh}' changed while it was being bound; run Auto-Bind again."
         )
@@ -138,9 +134,9 @@ class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
             vertices, triangles = scene_io.read_surface(obj)
             if triangles.shape[0] == 0:
                 raise scene_io.SceneError(f"'{obj.name}' has no faces: Auto-Bind needs a surface.")
-            request = BindInput(obj.name, vertices, triangles, None if family == "auto" else family,
-                                settings.bind_weights.lower())
-            return BindTask(connect(context), request, transfer_options(settings))
+            binding = BindRequest(vertices, triangles, None if family == "auto" else family,
+                                  settings.bind_weights.lower(), transfer_options(settings))
+            return BindTask(connect(context), BindInput(obj.name, binding))
         except (scene_io.SceneError, BackendError) as exc:
             self.report({"ERROR"}, str(exc))
             return None
@@ -156,7 +152,7 @@ class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
         last_bind.update({"mesh": task.request.mesh, "armature": arm.name, "family": result.family,
                           "quality": result.quality, "chamfer": result.chamfer, "scores": result.scores,
                           "method": result.method, "bones": result.rig.joint_count,
-                          "vertices": int(task.request.vertices.shape[0]), "masks": counts,
+                          "vertices": int(task.request.binding.vertices.shape[0]), "masks": counts,
                           "seconds_backend": result.seconds, "weights": result.weights.stats})
         text = (f"'{task.request.mesh}' bound to a {result.family} template ({result.rig.joint_count} "
                 f"bones), fit {result.quality}"
@@ -178,14 +174,14 @@ class TransferInput:
 
 
 class TransferTask(BackendTask):
-    def __init__(self, client, request: TransferInput, source: tuple, surfaces: list, options: dict):
+    def __init__(self, client, request: TransferInput, transfer: TransferRequest):
         self.request = request
-        super().__init__(client.transfer_weights(*source, surfaces, **options),
-                         f"transferring weights from '{request.source}'")
+        super().__init__(client.transfer_weights(transfer), f"transferring weights from '{request.source}'")
 
 
-def read_transfer(context) -> tuple[TransferInput, tuple, list]:
-    """Source (the active mesh, its vertex groups) and targets (the other selected meshes)."""
+def read_transfer(context) -> tuple[TransferInput, TransferRequest]:
+    """Source (the active mesh, its vertex groups) and targets (the other selected meshes), with the
+    panel's transfer options."""
     source = context.active_object
     if source is None or source.type != "MESH":
         raise scene_io.SceneError("Make the mesh whose weights you want to copy the active object.")
@@ -202,7 +198,9 @@ def read_transfer(context) -> tuple[TransferInput, tuple, list]:
         raise scene_io.SceneError(f"'{source.name}' has no faces to transfer from.")
     surfaces = [(o.name, *scene_io.read_surface(o)) for o in targets]
     request = TransferInput(source.name, names, [o.name for o in targets])
-    return request, (vertices, triangles, names, indices, weights), surfaces
+    transfer = TransferRequest(vertices, triangles, names, indices, weights, surfaces,
+                               transfer_options(context.scene.kirin))
+    return request, transfer
 
 
 def write_transfer(context, request: TransferInput, result: TransferResult) -> dict[str, dict]:
@@ -246,9 +244,8 @@ class KIRIN_OT_transfer_weights(NeedsActiveMesh, BackendOperator, bpy.types.Oper
 
     def _start(self, context) -> TransferTask | None:
         def make() -> TransferTask:
-            request, source, surfaces = read_transfer(context)
-            options = transfer_options(context.scene.kirin)
-            return TransferTask(connect(context), request, source, surfaces, options)
+            request, transfer = read_transfer(context)
+            return TransferTask(connect(context), request, transfer)
 
         return start_task(self, make)
 

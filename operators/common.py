@@ -27,7 +27,6 @@ import numpy as np
 from ..kirin_addon.backend.client import BackendClient, BackendJob
 from ..kirin_addon.backend.process import ensure_backend
 from ..kirin_addon.backend.results import BackendError, JobCancelledError
-from ..kirin_addon.core.motion import Motion
 from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.core.skinning import SkinnedMesh
 from . import scene_io
@@ -117,14 +116,6 @@ class CharacterInput:
         if rig.names != self.rig.names:
             raise scene_io.SceneError(f"The bones of '{arm.name}' changed {during}: nothing was written.")
         return arm, rig
-
-
-def motion_in_frame(motion: Motion, matrix: np.ndarray) -> Motion:
-    """The motion of a rig moved by the similarity `matrix` (local rotations are unchanged)."""
-    scale = float(np.cbrt(np.linalg.det(matrix[:3, :3])))
-    root = motion.root_positions @ matrix[:3, :3].T + matrix[:3, 3]
-    moved = None if motion.translations is None else motion.translations * scale
-    return Motion(motion.fps, root, motion.rotations, moved)
 
 
 # ----------------------------------------------------------------------------- one job

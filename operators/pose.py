@@ -30,6 +30,7 @@ from ..kirin_addon.core.motion import Motion, MotionError, forward_kinematics, p
 from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.core.rotations import quat_identity
 from ..kirin_addon.core.skinning import SkinnedMesh
+from ..kirin_addon.pose.request import PoseProjectRequest, PoseSampleRequest, PoseWalkRequest
 from ..kirin_addon.pose.space import JointLimits
 from . import scene_io
 from .common import connect
@@ -49,14 +50,6 @@ ERRORS = (scene_io.SceneError, BackendError, MotionError)
 
 
 # ----------------------------------------------------------------------------- reading the scene
-def _moved(motion: Motion, matrix: np.ndarray) -> Motion:
-    """The motion of a rig moved by the similarity `matrix` (local rotations are unchanged)."""
-    scale = float(np.cbrt(np.linalg.det(matrix[:3, :3])))
-    root = motion.root_positions @ matrix[:3, :3].T + matrix[:3, 3]
-    moved = None if motion.translations is None else motion.translations * scale
-    return Motion(motion.fps, root, motion.rotations, moved)
-
-
 def held_offsets(rig: Rig, pose: Motion) -> tuple[Rig, Motion]:
     """The rig with the pose's first-frame bone `location` offsets built into its rest, and the pose
     without them: the same joint positions, but the prior (which poses by rotations about rest
@@ -117,7 +110,7 @@ class PoseScene:
         """What the backend gets for a pose (or keys) on this rig: rig and motion in the canonical
         frame, the bones' `location` offsets folded into the rig (`held_offsets`)."""
         rig, motion = held_offsets(self.rig, motion)
-        return rig.transformed(self.to_canonical), _moved(motion, self.to_canonical)
+        return rig.transformed(self.to_canonical), motion.transformed(self.to_canonical)
 
     def ranged_request(self, arm: bpy.types.Object, motion: Motion,
                        keep_ranges: bool) -> tuple[Rig, Motion, JointLimits | None, int]:
@@ -129,7 +122,7 @@ class PoseScene:
     def from_answer(self, motion: Motion, keep: Motion | None = None) -> Motion:
         """An answer back in armature space; bones the prior does not move by location (it poses by
         rotations) keep the `location` they had in `keep`."""
-        out = _moved(motion, np.linalg.inv(self.to_canonical))
+        out = motion.transformed(np.linalg.inv(self.to_canonical))
         if out.translations is None and keep is not None and keep.translations is not None:
             moved = np.repeat(keep.translations[:1], out.frame_count, axis=0)
             out = Motion(out.fps, out.root_positions, out.rotations, moved)
@@ -261,11 +254,9 @@ class DragSession:
         started = time.perf_counter()
         try:
             scene = self.scene
-            result = self.client.project_pose(
-                self.request_rig, self.request_pose, {self.joint: scene.point(target)},
-                pins=self.pins, mesh=scene.mesh, mesh_key=self.mesh_key, strength=self.strength,
-                ranges=self.ranges,
-            )
+            request = PoseProjectRequest(self.request_pose, {self.joint: scene.point(target)}, self.pins,
+                                         self.strength, ranges=self.ranges)
+            result = self.client.project_pose(self.request_rig, request, scene.mesh, self.mesh_key)
             self.mesh_key = result.mesh_key or self.mesh_key
             arm = scene.object()
             scene_io.write_pose(arm, scene.rig, scene.from_answer(result.motion, self.pose))
@@ -557,9 +548,9 @@ class KIRIN_OT_project_pose(PoseModeArmature, bpy.types.Operator):
             targets = {int(j): scene.point(now[j]) for j in joints}
             request_rig, request_pose, ranges, _ = scene.ranged_request(
                 arm, pose, context.scene.kirin.pose_keep_ranges)
-            result = connect(context).project_pose(request_rig, request_pose, targets, mesh=scene.mesh,
-                                                   strength=_strength(self, context), relative=False,
-                                                   ranges=ranges)
+            request = PoseProjectRequest(request_pose, targets, strength=_strength(self, context),
+                                         relative=False, ranges=ranges)
+            result = connect(context).project_pose(request_rig, request, scene.mesh)
             scene_io.write_pose(arm, rig, scene.from_answer(result.motion, pose))
         except ERRORS as exc:
             self.report({"ERROR"}, str(exc))
@@ -589,8 +580,8 @@ class KIRIN_OT_sample_pose(AnyModeArmature, bpy.types.Operator):
             pose = scene_io.read_pose(arm, rig, scene.fps)
             request_rig, request_pose, ranges, _ = scene.ranged_request(
                 arm, pose, context.scene.kirin.pose_keep_ranges)
-            result = connect(context).sample_poses(request_rig, request_pose, count=1, seed=int(seed),
-                                                   mesh=scene.mesh, ranges=ranges)
+            request = PoseSampleRequest(request_pose, count=1, seed=int(seed), ranges=ranges)
+            result = connect(context).sample_poses(request_rig, request, scene.mesh)
             scene_io.write_pose(arm, rig, scene.from_answer(result.motion, pose))
             keyed = context.scene.tool_settings.use_keyframe_insert_auto
             if keyed:
@@ -646,8 +637,8 @@ class KIRIN_OT_walk_between_keys(AnyModeArmature, bpy.types.Operator):
                 context.scene.kirin.pose_walk_method
             request_rig, request_keys, ranges, _ = scene.ranged_request(
                 arm, poses, context.scene.kirin.pose_keep_ranges)
-            result = connect(context).walk_poses(request_rig, request_keys, np.diff(keys).tolist(),
-                                                 mesh=scene.mesh, method=method.lower(), ranges=ranges)
+            request = PoseWalkRequest(request_keys, np.diff(keys).tolist(), method.lower(), ranges)
+            result = connect(context).walk_poses(request_rig, request, scene.mesh)
             walked = scene.from_answer(result.motion)
             # The keys exactly as keyed (the prior brings them back only up to its precision).
             keep = Motion(walked.fps, walked.root_positions.copy(), walked.rotations.copy(),

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..kirin_addon.backend.client import BackendClient
-from ..kirin_addon.backend.protocol import MAX_EPOCHS
 from ..kirin_addon.backend.results import ExtractResult
 from ..kirin_addon.core.rig import Rig
+from ..kirin_addon.video.request import ExtractRequest, ExtractRequestError
 from . import scene_io
-from .common import BackendOperator, BackendTask, CharacterInput, connect, motion_in_frame, start_task
+from .common import BackendOperator, BackendTask, CharacterInput, connect, start_task
 from .generate import NAME_LIMIT
 from .properties import SILHOUETTE_ITEMS
 from .retarget import NeedsArmature
@@ -56,19 +56,9 @@ class VideoSettings:
 class VideoInput(CharacterInput):
     """A checked Extract Motion From Video request, read from the scene."""
 
-    video: str = ""  # absolute path
-    start: int = 0  # 0-based video frame
-    stop: int | None = None  # 0-based, exclusive; None: to the end
-    stride: int = 1
-    keypoints: str | None = None
-    tracks: dict[str, np.ndarray] = field(default_factory=dict)  # bone → (N,2) px per video frame
-    silhouettes: str = "background"  # "background", "none" or a mask folder
-    fps: float = 24.0  # the scene's
+    extraction: ExtractRequest | None = None  # absolute paths; at the scene's frame rate
     frame_start: int = 1
-    epochs: int = 20
-    idm: bool = False
     clip: str | None = None  # Movie Clip name
-    mediapipe: bool = False  # MediaPipe Pose keypoints (humanoid rigs)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -113,23 +103,44 @@ def read_tracks(clip, assignments, rig: Rig) -> dict[str, np.ndarray]:
 
 def read_request(context, settings: VideoSettings) -> VideoInput:
     """Check the input and read the scene; SceneError (a user-facing message) for bad input."""
-    video, first, last, stride = settings.video, settings.first, settings.last, settings.stride
-    keypoints, silhouettes, masks = settings.keypoints, settings.silhouettes, settings.masks
-    clip, epochs, idm, mediapipe = settings.clip, settings.epochs, settings.idm, settings.mediapipe
-    if first < 1:
-        raise scene_io.SceneError(f"The first video frame is 1 or more, got {first}.")
-    if last and last < first:
-        raise scene_io.SceneError(f"The last video frame ({last}) comes before the first ({first}).")
-    if stride < 1:
-        raise scene_io.SceneError(f"The stride must be 1 or more, got {stride}.")
-    if not 1 <= epochs <= MAX_EPOCHS:
-        raise scene_io.SceneError(f"Epochs must be from 1 to {MAX_EPOCHS}, got {epochs}.")
-    movie = None
-    if clip:
-        movie = bpy.data.movieclips.get(clip)
-        if movie is None:
-            raise scene_io.SceneError(f"There is no Movie Clip named '{clip}'.")
-    video = (video or "").strip()
+    try:
+        asked = ExtractRequest(settings.video, settings.first - 1, settings.last or None,
+                               int(settings.stride), epochs=settings.epochs, idm=bool(settings.idm),
+                               mediapipe=bool(settings.mediapipe)).check()
+    except ExtractRequestError as exc:
+        raise scene_io.SceneError(str(exc)) from None
+    movie = _movie_clip(settings.clip)
+    video = _driving_video(settings.video, movie)
+    keypoints = settings.keypoints.strip()
+    keypoints_path = _existing(keypoints, "keypoints file") if keypoints else None
+    silhouettes = _silhouettes(settings.silhouettes, settings.masks)
+    _, rig = scene_io.deforming_armature(context)
+    tracks = read_tracks(movie, context.scene.kirin.video_tracks, rig) if movie is not None else {}
+    scene = context.scene
+    extraction = replace(asked, video=video, keypoints=keypoints_path, tracks=tracks, silhouettes=silhouettes,
+                         fps=float(scene.render.fps / scene.render.fps_base), epochs=int(settings.epochs))
+    if not extraction.has_evidence:
+        raise scene_io.SceneError("Nothing to fit to: give a keypoints file, use MediaPipe Pose (humanoid "
+                                  "rigs), assign Movie Clip tracks to bones, or use silhouettes.")
+    # The mesh: None for the bones' capsules.
+    return VideoInput.from_scene(context, extraction=extraction, frame_start=int(scene.frame_start),
+                                 clip=movie.name if movie is not None else None)
+
+
+def _movie_clip(name: str):
+    """The Movie Clip of that name (None for no name); SceneError when there is none."""
+    if not name:
+        return None
+    movie = bpy.data.movieclips.get(name)
+    if movie is None:
+        raise scene_io.SceneError(f"There is no Movie Clip named '{name}'.")
+    return movie
+
+
+def _driving_video(path: str, movie) -> str:
+    """The driving video's absolute path: the one given, else the Movie Clip's; SceneError when there is
+    none, it is missing, or the Movie Clip shows another file."""
+    video = (path or "").strip()
     if not video:
         if movie is None:
             raise scene_io.SceneError("Choose a driving video file (or a Movie Clip).")
@@ -139,32 +150,19 @@ def read_request(context, settings: VideoSettings) -> VideoInput:
         shown = os.path.basename(clip_file(movie))
         raise scene_io.SceneError(f"The Movie Clip '{movie.name}' shows {shown}, not the driving video "
                                   f"{os.path.basename(video)}: its tracks would not match.")
-    keypoints = keypoints.strip()
-    keypoints_path = _existing(keypoints, "keypoints file") if keypoints else None
-    source = silhouettes.upper()
-    if source not in {item[0] for item in SILHOUETTE_ITEMS}:
-        raise scene_io.SceneError(f"Unknown silhouette source {silhouettes!r}.")
-    if source == "MASKS":
-        if not masks.strip():
-            raise scene_io.SceneError("Choose the folder of mask images (or another silhouette source).")
-        sil = _existing(masks, "mask folder", folder=True)
-    else:
-        sil = source.lower()
+    return video
 
-    _, rig = scene_io.deforming_armature(context)
-    tracks = read_tracks(movie, context.scene.kirin.video_tracks, rig) if movie is not None else {}
-    if keypoints_path is None and not tracks and sil == "none" and not mediapipe:
-        raise scene_io.SceneError("Nothing to fit to: give a keypoints file, use MediaPipe Pose (humanoid "
-                                  "rigs), assign Movie Clip tracks to bones, or use silhouettes.")
-    scene = context.scene
-    # The mesh: None for the bones' capsules.
-    return VideoInput.from_scene(
-        context, video=video, start=first - 1, stop=last or None, stride=int(stride),
-        keypoints=keypoints_path, tracks=tracks, silhouettes=sil,
-        fps=float(scene.render.fps / scene.render.fps_base), frame_start=int(scene.frame_start),
-        epochs=int(epochs), idm=bool(idm),
-        clip=movie.name if movie is not None else None, mediapipe=bool(mediapipe),
-    )
+
+def _silhouettes(source: str, masks: str) -> str:
+    """The request's silhouette source from the panel's (a SILHOUETTE_ITEMS key) and mask folder."""
+    key = source.upper()
+    if key not in {item[0] for item in SILHOUETTE_ITEMS}:
+        raise scene_io.SceneError(f"Unknown silhouette source {source!r}.")
+    if key != "MASKS":
+        return key.lower()
+    if not masks.strip():
+        raise scene_io.SceneError("Choose the folder of mask images (or another silhouette source).")
+    return _existing(masks, "mask folder", folder=True)
 
 
 # ----------------------------------------------------------------------------- the job (no bpy)
@@ -173,21 +171,17 @@ class VideoTask(BackendTask):
 
     def __init__(self, client: BackendClient, request: VideoInput):
         self.request = request
-        super().__init__(client.extract_motion(
-            request.canonical_rig, request.video, mesh=request.mesh, start=request.start, stop=request.stop,
-            stride=request.stride, keypoints=request.keypoints, tracks=request.tracks or None,
-            silhouettes=request.silhouettes, fps=request.fps, epochs=request.epochs, idm=request.idm,
-            mediapipe=request.mediapipe,
-        ), f"extracting motion from '{os.path.basename(request.video)}'")
+        super().__init__(client.extract_motion(request.canonical_rig, request.extraction, request.mesh),
+                         f"extracting motion from '{os.path.basename(request.extraction.video)}'")
 
     def motion(self, result: ExtractResult):
         """The motion in armature space."""
-        return motion_in_frame(result.motion, np.linalg.inv(self.request.to_canonical))
+        return result.motion.transformed(np.linalg.inv(self.request.to_canonical))
 
 
 # ----------------------------------------------------------------------------- writing
 def action_name(request: VideoInput) -> str:
-    text = f"Kirin: {os.path.basename(request.video)}"
+    text = f"Kirin: {os.path.basename(request.extraction.video)}"
     return text.encode()[:NAME_LIMIT].decode(errors="ignore")
 
 
@@ -197,9 +191,10 @@ def write_result(context, task: VideoTask, result: ExtractResult, set_frame_rang
     arm, rig = request.armature_to_write("during the extraction")
     motion = task.motion(result)
     action = scene_io.write_action(arm, rig, motion, action_name(request), frame_start=request.frame_start)
-    action["kirin_video"] = request.video
-    stop = -1 if request.stop is None else request.stop
-    action["kirin_video_frames"] = [request.start, stop, request.stride]  # 0-based start, stop, stride
+    extraction = request.extraction
+    action["kirin_video"] = extraction.video
+    stop = -1 if extraction.stop is None else extraction.stop
+    action["kirin_video_frames"] = [extraction.start, stop, extraction.stride]  # 0-based start, stop, stride
     if set_frame_range:
         context.scene.frame_end = request.frame_start + motion.frame_count - 1
     return action
@@ -207,19 +202,20 @@ def write_result(context, task: VideoTask, result: ExtractResult, set_frame_rang
 
 def report_of(task: VideoTask, result: ExtractResult, action) -> dict:
     request = task.request
+    extraction = request.extraction
     return {
         "action": action.name,
         "armature": request.armature,
-        "video": request.video,
+        "video": extraction.video,
         "frames": result.motion.frame_count,
-        "fps": request.fps,
+        "fps": extraction.fps,
         "bones": request.rig.joint_count,
         "mesh": request.mesh is not None,
-        "keypoints": request.keypoints,
-        "mediapipe": request.mediapipe,
-        "tracks": sorted(request.tracks),
-        "silhouettes": request.silhouettes,
-        "epochs": request.epochs,
+        "keypoints": extraction.keypoints,
+        "mediapipe": extraction.mediapipe,
+        "tracks": sorted(extraction.tracks or {}),
+        "silhouettes": extraction.silhouettes,
+        "epochs": extraction.epochs,
         "seconds_backend": result.seconds,
         "seconds_submit_to_action": time.perf_counter() - task.started,
         "backend_report": result.report,

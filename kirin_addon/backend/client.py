@@ -7,7 +7,7 @@ library (+ numpy, which Blender bundles) only (starting and stopping the process
         ...
     result = job.result()                 # or, headless: result = job.wait()
     result.variants[0].motion             # a kirin_addon.core.motion.Motion on the rig
-    dragged = client.project_pose(rig, pose, {paw: target}, pins=[foot], mesh=mesh, mesh_key=key)
+    dragged = client.project_pose(rig, PoseProjectRequest(pose, {paw: target}, pins=[foot]), mesh, key)
     key = dragged.mesh_key                # Pose Space answers at once; the key spares resending the mesh
 
 Every failure is a `BackendError` whose message can go to Blender's status bar as is; a backend
@@ -25,29 +25,28 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..core.motion import Motion
+from ..bind.request import BindRequest, TransferRequest
 from ..core.rig import Rig
 from ..core.skinning import SkinnedMesh
 from ..generate.request import GenerateRequest
-from ..pose.space import JointLimits
-from .protocol import (
-    API,
+from ..pose.request import PoseProjectRequest, PoseSampleRequest, PoseWalkRequest
+from ..video.request import SILHOUETTE_SOURCES, ExtractRequest
+from .protocol import API, generate_to_json
+from .protocol_bind import bind_to_json, transfer_to_json
+from .protocol_pose import (
     UNKNOWN_MESH_KEY_STATUS,
-    bind_request,
-    extract_request,
-    generate_to_json,
-    pose_project_request,
-    pose_sample_request,
-    pose_walk_request,
-    transfer_request,
+    pose_project_to_json,
+    pose_sample_to_json,
+    pose_walk_to_json,
 )
+from .protocol_video import extract_to_json
 from .results import (
     BackendError,
     BackendStopped,
@@ -196,69 +195,42 @@ class BackendClient:
         return GenerationJob(self, str(status["id"]), rig.joint_count, int(request.frames),
                              int(request.variants), JobStatus.from_json(status))
 
-    def transfer_weights(
-        self,
-        source_vertices: np.ndarray,
-        source_triangles: np.ndarray,
-        groups: Sequence[str],
-        joint_indices: np.ndarray,
-        joint_weights: np.ndarray,
-        targets: Sequence[tuple[str, np.ndarray, np.ndarray]],
-        **options: Any,
-    ) -> BackendJob:
+    def transfer_weights(self, request: TransferRequest) -> BackendJob:
         """Queue Transfer Weights (all meshes in one space); the job's result is a TransferResult."""
-        body = transfer_request(source_vertices, source_triangles, groups, joint_indices, joint_weights,
-                                targets, **options)
-        sizes = [(str(name), int(np.asarray(v).shape[0])) for name, v, _ in targets]
+        body = transfer_to_json(request)
+        sizes = [(str(name), int(np.asarray(v).shape[0])) for name, v, _ in request.targets]
         status = self.request("POST", "/jobs/transfer", body)
         return BackendJob(self, str(status["id"]), lambda payload: decode_transfer(payload, sizes),
                           JobStatus.from_json(status), "Transfer Weights")
 
-    def auto_bind(
-        self, vertices: np.ndarray, triangles: np.ndarray, family: str | None = None,
-        weights: str | None = None, **options: Any
-    ) -> BackendJob:
-        """Queue Auto-Bind of an unrigged mesh (`weights`: "transfer", "heat" or "blend"; None: the
-        backend's default); the job's result is a BindResult."""
-        body = bind_request(vertices, triangles, family=family, weights=weights, **options)
-        count = int(np.asarray(vertices).shape[0])
+    def auto_bind(self, request: BindRequest) -> BackendJob:
+        """Queue Auto-Bind of an unrigged mesh; the job's result is a BindResult."""
+        body = bind_to_json(request)
+        count = int(np.asarray(request.vertices).shape[0])
         status = self.request("POST", "/jobs/bind", body)
         return BackendJob(self, str(status["id"]), lambda payload: decode_bind(payload, count),
                           JobStatus.from_json(status), "Auto-Bind")
 
     def extract_motion(
-        self,
-        rig: Rig,
-        video: str | os.PathLike,
-        *,
-        mesh: SkinnedMesh | None = None,
-        start: int = 0,
-        stop: int | None = None,
-        stride: int = 1,
-        keypoints: str | os.PathLike | None = None,
-        tracks: dict[str, np.ndarray] | None = None,
-        silhouettes: str = "background",
-        fps: float | None = None,
-        epochs: int | None = None,
-        idm: bool = False,
-        mediapipe: bool = False,
+        self, rig: Rig, request: ExtractRequest, mesh: SkinnedMesh | None = None
     ) -> BackendJob:
-        """Queue Extract Motion From Video on `rig` (armature space); the job's result is an
-        ExtractResult at `fps` (None: the video's). The backend reads the video, keypoints file and mask
-        folder itself: on this machine they go as absolute paths, to a backend elsewhere as given (a
-        path that machine can read). `tracks`: bone → (N,2) pixels per video frame from 0, NaN untracked."""
+        """Queue Extract Motion From Video on `rig` (armature space; its skinned `mesh`, None: a capsule
+        proxy); the job's result is an ExtractResult at the request's `fps` (None: the video's). The
+        backend reads the video, keypoints file and mask folder itself: on this machine they go as
+        absolute paths, to a backend elsewhere as given (a path that machine can read)."""
 
         def where(path: str | os.PathLike) -> str:
             return str(Path(path).expanduser().resolve()) if self.is_local else str(path)
 
-        masks = silhouettes if silhouettes in ("background", "none") else where(silhouettes)
-        body = extract_request(
-            rig, where(video), mesh=mesh, start=start, stop=stop, stride=stride,
-            keypoints_path=None if keypoints is None else where(keypoints), tracks=tracks,
-            silhouettes=masks, fps=fps, epochs=epochs, idm=idm, mediapipe=mediapipe,
+        silhouettes = request.silhouettes
+        sent = replace(
+            request,
+            video=where(request.video),
+            keypoints=None if request.keypoints is None else where(request.keypoints),
+            silhouettes=silhouettes if silhouettes in SILHOUETTE_SOURCES else where(silhouettes),
         )
-        status = self.request("POST", "/jobs/extract", body)
-        joints = rig.joint_count
+        status = self.request("POST", "/jobs/extract", extract_to_json(rig, sent, mesh))
+        joints, fps = rig.joint_count, request.fps
         return BackendJob(self, str(status["id"]), lambda payload: decode_extract(payload, joints, fps),
                           JobStatus.from_json(status), "Extract Motion From Video")
 
@@ -283,76 +255,55 @@ class BackendClient:
     def project_pose(
         self,
         rig: Rig,
-        pose: Motion,
-        targets: dict[int, np.ndarray],
-        pins: Sequence[int] = (),
+        request: PoseProjectRequest,
         mesh: SkinnedMesh | None = None,
         mesh_key: str | None = None,
-        strength: float | None = None,
         timeout: float = 10.0,
-        relative: bool = True,
-        ranges: JointLimits | None = None,
     ) -> PoseResult:
-        """Project a dragged pose onto plausible poses: `pose` is the current pose (one frame on
-        `rig`), `targets` joint index → armature-space point, `pins` joints kept where they are;
-        `relative` False projects the pose itself (Project Pose) instead of the edit of it (a drag);
-        `ranges` the rig's own joint ranges (`JointLimits.from_motion` of its actions) to keep to.
-        The result has one frame; `handle_error` one value per target (in order), then per pin that
-        is not a target; `reached` False with a message when a target is out of plausible reach."""
-        joints = [int(j) for j in targets]
-        handles = len(joints) + len([p for p in dict.fromkeys(int(p) for p in pins) if p not in joints])
+        """Project a dragged pose onto plausible poses (the request on `rig`; its skinned `mesh`, or the
+        `mesh_key` a previous answer gave for it). The result has one frame; `handle_error` one value
+        per target (in order), then per pin that is not a target; `reached` False with a message when
+        a target is out of plausible reach."""
 
         def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
-            return pose_project_request(
-                rig, pose, targets, pins, mesh=m, mesh_key=k, strength=strength, relative=relative,
-                ranges=ranges,
-            )
+            return pose_project_to_json(rig, request, m, k)
 
         payload = self._pose("/pose/project", build, mesh, mesh_key, timeout)
-        return decode_pose(payload, rig.joint_count, 1, handles, "pose projection")
+        return decode_pose(payload, rig.joint_count, 1, len(request.handles), "pose projection")
 
     def sample_poses(
         self,
         rig: Rig,
-        pose: Motion,
-        count: int = 1,
-        seed: int = 0,
+        request: PoseSampleRequest,
         mesh: SkinnedMesh | None = None,
         mesh_key: str | None = None,
         timeout: float = 30.0,
-        ranges: JointLimits | None = None,
     ) -> PoseResult:
-        """`count` plausible poses (one frame each), standing and facing like `pose` (one frame),
-        inside the rig's own joint `ranges` when given."""
+        """`request.count` plausible poses (one frame each), standing and facing like its pose."""
 
         def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
-            return pose_sample_request(rig, pose, count, seed, mesh=m, mesh_key=k, ranges=ranges)
+            return pose_sample_to_json(rig, request, m, k)
 
         payload = self._pose("/pose/sample", build, mesh, mesh_key, timeout)
-        return decode_pose(payload, rig.joint_count, int(count), None, "pose sample")
+        return decode_pose(payload, rig.joint_count, int(request.count), None, "pose sample")
 
     def walk_poses(
         self,
         rig: Rig,
-        keys: Motion,
-        frames: Sequence[int],
+        request: PoseWalkRequest,
         mesh: SkinnedMesh | None = None,
         mesh_key: str | None = None,
         timeout: float = 60.0,
-        method: str = "guided",
-        ranges: JointLimits | None = None,
     ) -> PoseResult:
-        """In-betweens through the pose space: `keys` (K frames) with frames[i] frames from key i to
-        key i+1; the result has sum(frames) + 1 frames, the keys at 0, frames[0], ... `method`:
-        "guided" or "latent" (ViPS' walk through DDIM-inverted keys); `ranges` the rig's own joint
-        ranges the in-betweens keep to."""
-        frames = [int(f) for f in frames]
+        """In-betweens through the pose space: sum(request.frames) + 1 frames, the keys at 0,
+        frames[0], ..."""
+        request = replace(request, frames=[int(f) for f in request.frames])
 
         def build(m: SkinnedMesh | None, k: str | None) -> dict[str, Any]:
-            return pose_walk_request(rig, keys, frames, mesh=m, mesh_key=k, method=method, ranges=ranges)
+            return pose_walk_to_json(rig, request, m, k)
 
         payload = self._pose("/pose/walk", build, mesh, mesh_key, timeout)
-        return decode_pose(payload, rig.joint_count, sum(frames) + 1, None, "pose walk")
+        return decode_pose(payload, rig.joint_count, sum(request.frames) + 1, None, "pose walk")
 
     def status(self, job_id: str, wait: float = 0.0, timeout: float = 10.0) -> JobStatus:
         """The job's status; with `wait` > 0 the backend answers once the job finished or after

@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,44 +95,63 @@ def _child_env(env: dict[str, str] | None) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class BackendLaunch:
+    """How to run `kirin serve`: the device and CPU threads it uses, where it listens (port 0: a free
+    one), more arguments for it, and the command (None: `python -m SERVE_MODULE` of the backend's
+    Python, or e.g. the `kirin` entry point), environment (None: this one, cleaned of Blender's
+    Python settings) and folder it runs in."""
+
+    device: str = "auto"
+    host: str = "127.0.0.1"
+    port: int = 0
+    threads: int = 0
+    extra_args: Sequence[str] = ()
+    command: Sequence[str] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+
+    def arguments(
+        self, python_executable: str | os.PathLike | None, token_file: Path, url_file: Path
+    ) -> list[str]:
+        """The command line: serve on the chosen address and device, writing the token and URL
+        files, watching this process (the backend ends itself when this process ends)."""
+        python = str(python_executable or sys.executable)
+        base = list(self.command) if self.command else [python, "-m", SERVE_MODULE]
+        args = base + [
+            "serve",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--token-file",
+            str(token_file),
+            "--url-file",
+            str(url_file),
+            "--device",
+            self.device,
+            "--parent-pid",
+            str(os.getpid()),
+        ]
+        if self.threads:
+            args += ["--threads", str(self.threads)]
+        return args + list(self.extra_args)
+
+
 def start_backend(
     python_executable: str | os.PathLike | None = None,
+    launch: BackendLaunch | None = None,
     *,
-    device: str = "auto",
-    host: str = "127.0.0.1",
-    port: int = 0,
-    threads: int = 0,
-    extra_args: Sequence[str] = (),
-    command: Sequence[str] | None = None,
-    env: dict[str, str] | None = None,
     timeout: float = 120.0,
     wait_model: bool = False,
-    cwd: str | None = None,
 ) -> BackendProcess:
-    """Launch `python -m kirin.kirin_addon.cli serve` (or `command`, e.g. the `kirin` entry point)
-    with a private token file, and wait until it answers (and, with `wait_model`, until its model
-    is loaded). The backend ends itself when this process ends."""
+    """Launch `python -m kirin.kirin_addon.cli serve` (or `launch.command`) with a private token
+    file, and wait until it answers (and, with `wait_model`, until its model is loaded). The backend
+    ends itself when this process ends."""
+    launch = launch or BackendLaunch()
     folder = Path(tempfile.mkdtemp(prefix="kirin-backend-"))  # 0700
     token_file, url_file, log_file = folder / "token", folder / "url.json", folder / "backend.log"
-    base = list(command) if command else [str(python_executable or sys.executable), "-m", SERVE_MODULE]
-    args = base + [
-        "serve",
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--token-file",
-        str(token_file),
-        "--url-file",
-        str(url_file),
-        "--device",
-        device,
-        "--parent-pid",
-        str(os.getpid()),
-    ]
-    if threads:
-        args += ["--threads", str(threads)]
-    args += list(extra_args)
+    args = launch.arguments(python_executable, token_file, url_file)
     flags = getattr(subprocess, "CREATE_NO_WINDOW", 0) if os.name == "nt" else 0
     with open(log_file, "wb") as log:
         try:
@@ -140,44 +160,52 @@ def start_backend(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=_child_env(env),
-                cwd=cwd,
+                env=_child_env(launch.env),
+                cwd=launch.cwd,
                 creationflags=flags,
             )
         except OSError as exc:
             shutil.rmtree(folder, ignore_errors=True)
             raise BackendError(
-                f"Cannot start the Kirin backend with {base[0]}: {exc.strerror or exc}. "
+                f"Cannot start the Kirin backend with {args[0]}: {exc.strerror or exc}. "
                 "Set the backend's Python in the add-on preferences."
             ) from None
     process = BackendProcess(popen, "", "", folder)
     deadline = time.monotonic() + timeout
     try:
-        while not url_file.exists():  # written once the server listens (after the token file)
-            if not process.alive:
-                raise BackendStopped(
-                    f"{STOPPED} while starting ({process.exit_description()}).{process.log_excerpt()}"
-                )
-            if time.monotonic() > deadline:
-                raise BackendError(
-                    f"The Kirin backend did not start within {timeout:.0f} s.{process.log_excerpt()}"
-                )
-            time.sleep(0.05)
-        process.url = json.loads(url_file.read_text())["url"]
-        process.token = token_file.read_text().strip()
-        process.client = BackendClient(process.url, process.token, process=process)
-        health = process.client.health()
-        if health.get("protocol") != PROTOCOL_VERSION:
-            raise BackendError(
-                f"The Kirin backend speaks protocol {health.get('protocol')}; this add-on "
-                f"speaks {PROTOCOL_VERSION}: update one of them."
-            )
+        _connect(process, token_file, url_file, deadline, timeout)
         if wait_model:
             process.client.wait_ready(max(deadline - time.monotonic(), 1.0))
     except BaseException:
         _discard(process)
         raise
     return process
+
+
+def _connect(
+    process: BackendProcess, token_file: Path, url_file: Path, deadline: float, timeout: float
+) -> None:
+    """Wait for the started backend to listen (its URL file), then connect to it and check that it
+    speaks this add-on's protocol."""
+    while not url_file.exists():  # written once the server listens (after the token file)
+        if not process.alive:
+            raise BackendStopped(
+                f"{STOPPED} while starting ({process.exit_description()}).{process.log_excerpt()}"
+            )
+        if time.monotonic() > deadline:
+            raise BackendError(
+                f"The Kirin backend did not start within {timeout:.0f} s.{process.log_excerpt()}"
+            )
+        time.sleep(0.05)
+    process.url = json.loads(url_file.read_text())["url"]
+    process.token = token_file.read_text().strip()
+    process.client = BackendClient(process.url, process.token, process=process)
+    health = process.client.health()
+    if health.get("protocol") != PROTOCOL_VERSION:
+        raise BackendError(
+            f"The Kirin backend speaks protocol {health.get('protocol')}; this add-on "
+            f"speaks {PROTOCOL_VERSION}: update one of them."
+        )
 
 
 def _discard(process: BackendProcess) -> None:
@@ -206,7 +234,8 @@ def ensure_backend(
 ) -> BackendClient:
     """A client of a working backend. With `url` (a running backend, maybe a GPU box elsewhere) it
     only checks that one answers; otherwise it reuses the backend this process started if it is
-    alive and answers, else starts a new one (stopped when this process exits, or by `stop_backend`)."""
+    alive and answers, else starts a new one (stopped when this process exits, or by `stop_backend`);
+    `options` are BackendLaunch's other fields."""
     global _current, _atexit_registered
     if url:
         if token is None:
@@ -232,7 +261,7 @@ def ensure_backend(
                     pass
             _current.stop(timeout=5.0)
             _current = None
-        _current = start_backend(python_executable, device=device, timeout=timeout, **options)
+        _current = start_backend(python_executable, BackendLaunch(device=device, **options), timeout=timeout)
         _current.key = key
         if not _atexit_registered:
             atexit.register(stop_backend)

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..core.motion import Motion
 from ..core.rig import Rig
-from .protocol import ProtocolError, decode_array, motion_from_json, rig_from_json, weights_from_json
+from .protocol import ProtocolError, decode_array, motion_from_json, rig_from_json
+from .protocol_bind import weights_from_json
 
 
 class BackendError(RuntimeError):

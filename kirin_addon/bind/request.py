@@ -1,6 +1,6 @@
 """What Auto-Bind and Transfer Weights ask the backend for, defined once for every layer that carries
 them: the add-on's operators build them from the scene, the client sends them
-(kirin_addon/backend/protocol.py encodes and decodes them) and the backend's service fits and skins.
+(kirin_addon/backend/protocol_bind.py encodes and decodes them) and the backend's service fits and skins.
 
 Meshes are (V,3) vertices and (F,3) triangles, all in one space (world space in the add-on). The
 transfer options are TransferConfig fields (kirin_addon/bind/weight_transfer.py), None for the
@@ -69,5 +69,7 @@ class BindRequest:
         """The request itself, when its options and weights are known; BindRequestError otherwise."""
         _check_options(self.options)
         if self.weights is not None and self.weights not in BIND_WEIGHTS:
-            raise BindRequestError(f"Unknown Auto-Bind weights {self.weights!r}; one of {', '.join(BIND_WEIGHTS)}.")
+            raise BindRequestError(
+                f"Unknown Auto-Bind weights {self.weights!r}; one of {', '.join(BIND_WEIGHTS)}."
+            )
         return self

@@ -9,7 +9,8 @@ import time
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
-from ...models.config import TrainConfig, from_dict, load_config
+from ...models.config import from_dict, load_config
+from ...models.motion.config import TrainConfig
 
 
 def cache(args: argparse.Namespace) -> int:
@@ -88,7 +89,7 @@ def add_run_arguments(parser: argparse.ArgumentParser, set_example: str = "model
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The config file (if any), then --data/--out/--steps, then `--set key=value`."""
-    config = load_config(args.config) if args.config else TrainConfig()
+    config = load_config(args.config, TrainConfig) if args.config else TrainConfig()
     if args.data:
         config.data = list(args.data)
     take_given(config, args, ("out", "steps", "max_seconds", "threads"))
@@ -198,7 +199,7 @@ def _add_cache_parser(data_sub: argparse._SubParsersAction) -> None:
 def _add_training_parsers(sub: argparse._SubParsersAction) -> None:
     """`train` (the motion model), `export` (its ONNX) and `eval-train` (the text-motion evaluator)."""
     t = sub.add_parser("train", help="train the motion model (resumes; torchrun for several processes)")
-    t.add_argument("--config", help="JSON TrainConfig (models/config.py)")
+    t.add_argument("--config", help="JSON TrainConfig (models/motion/config.py)")
     t.add_argument("--data", nargs="*", help="feature caches")
     t.add_argument("--out")
     add_run_arguments(t)

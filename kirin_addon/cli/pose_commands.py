@@ -30,7 +30,8 @@ def bank(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
-    from ...models.config import PoseTrainConfig, load_config
+    from ...models.config import load_config
+    from ...models.pose.config import PoseTrainConfig
     from ...models.pose.train import train_pose_prior
 
     config = load_config(args.config, PoseTrainConfig) if args.config else PoseTrainConfig()
@@ -49,8 +50,8 @@ def export(args: argparse.Namespace) -> int:
     import torch
     from safetensors.torch import load_file
 
-    from ...models.config import PoseDenoiserConfig
     from ...models.onnx import OnnxDenoiser
+    from ...models.pose.config import PoseDenoiserConfig
     from ...models.pose.denoiser import PoseDenoiser
     from ...models.pose.export import POSE_ONNX_INPUTS, export_pose_onnx, pose_example_inputs
 
@@ -87,7 +88,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     t = pose.add_parser("train", help="train the pose prior (resumes from OUT/checkpoint.pt)")
     t.add_argument("--bank", required=True, help="from `kirin pose bank`")
     t.add_argument("--data", nargs="*", help="the feature cache the bank was built from")
-    t.add_argument("--config", help="JSON PoseTrainConfig (models/config.py)")
+    t.add_argument("--config", help="JSON PoseTrainConfig (models/pose/config.py)")
     t.add_argument("--out")
     add_run_arguments(t)
     t.set_defaults(func=train)

@@ -319,3 +319,29 @@ def twist_angle(q: np.ndarray, axis: np.ndarray) -> np.ndarray:
     along = np.sum(q[..., 1:] * axis, axis=-1)
     twist = 2.0 * np.arctan2(along, q[..., 0])
     return (twist + np.pi) % (2.0 * np.pi) - np.pi
+
+
+def yaw_matrix(yaw: np.ndarray) -> np.ndarray:
+    """Turns about +Z by `yaw` (…) radians as (…,3,3) float64 matrices."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    out = np.zeros(np.shape(yaw) + (3, 3))
+    out[..., 0, 0], out[..., 0, 1], out[..., 1, 0], out[..., 1, 1] = c, -s, s, c
+    out[..., 2, 2] = 1.0
+    return out
+
+
+_CANONICAL_FORWARD = np.array([0.0, -1.0, 0.0])  # core/canonical.py: +Z up, −Y forward
+
+
+def heading(root_deltas: np.ndarray) -> np.ndarray:
+    """(T,) unwrapped yaw that turns −Y onto the root's forward, held where the root points straight up."""
+    forward = root_deltas @ _CANONICAL_FORWARD
+    flat = np.linalg.norm(forward[:, :2], axis=-1)
+    yaw = np.arctan2(forward[:, 0], -forward[:, 1])  # Rz(yaw)·(0,−1,0) = (sin yaw, −cos yaw, 0)
+    good = flat > 0.2
+    if not good.any():
+        return np.zeros(len(yaw))
+    index = np.where(good, np.arange(len(yaw)), 0)
+    np.maximum.accumulate(index, out=index)
+    index[: np.argmax(good)] = np.argmax(good)
+    return np.unwrap(yaw[index])

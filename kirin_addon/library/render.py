@@ -1,8 +1,7 @@
 """A small numpy rasteriser: shaded images of skinned meshes without Blender.
 
 Used for the library's reference images (image conditioning) and for quick looks at data. Flat
-Lambert shading with a key and a fill light, a z-buffer, perspective camera. Not fast for big
-meshes, but a few thousand triangles at 224×224 take tens of milliseconds.
+Lambert shading with a key and a fill light, a perspective camera; the z-buffer is core/raster.py's.
 """
 
 from __future__ import annotations
@@ -13,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from ..core.raster import rasterize_faces
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,6 @@ def rasterize(vertices: np.ndarray, triangles: np.ndarray, camera: Camera, size:
     py = size / 2 - focal * cam[:, 1] / safe
     image = np.empty((size, size, 3))
     image[:] = background
-    zbuf = np.full((size, size), np.inf)
 
     tri = np.asarray(triangles, dtype=np.int64)
     a, b, c = (np.asarray(vertices)[tri[:, k]] for k in range(3))
@@ -72,90 +72,12 @@ def rasterize(vertices: np.ndarray, triangles: np.ndarray, camera: Camera, size:
     shade = 0.25 + 0.65 * np.clip(normals @ key, 0, 1) + 0.2 * np.clip(normals @ fill, 0, 1)
     colors = np.clip(shade[:, None] * np.asarray(color), 0, 1)
 
-    visible = np.all(depth[tri] > 1e-3, axis=1)
-    # Small triangles (most of them at this size) are rasterised all at once; the rest one by one.
-    small = _rasterize_small(_Projected(px, py, depth), tri, visible, zbuf, image, colors)
-    for f in np.flatnonzero(visible & ~small):
-        i, j, k = tri[f]
-        xs = np.array([px[i], px[j], px[k]])
-        ys = np.array([py[i], py[j], py[k]])
-        x0, x1 = max(int(np.floor(xs.min())), 0), min(int(np.ceil(xs.max())), size - 1)
-        y0, y1 = max(int(np.floor(ys.min())), 0), min(int(np.ceil(ys.max())), size - 1)
-        if x0 > x1 or y0 > y1:
-            continue
-        area = (xs[1] - xs[0]) * (ys[2] - ys[0]) - (xs[2] - xs[0]) * (ys[1] - ys[0])
-        if abs(area) < 1e-12:
-            continue
-        gx, gy = np.meshgrid(np.arange(x0, x1 + 1) + 0.5, np.arange(y0, y1 + 1) + 0.5)
-        w0 = ((xs[1] - gx) * (ys[2] - gy) - (xs[2] - gx) * (ys[1] - gy)) / area
-        w1 = ((xs[2] - gx) * (ys[0] - gy) - (xs[0] - gx) * (ys[2] - gy)) / area
-        w2 = 1.0 - w0 - w1
-        inside = (w0 >= 0) & (w1 >= 0) & (w2 >= 0)
-        if not inside.any():
-            continue
-        z = w0 * depth[i] + w1 * depth[j] + w2 * depth[k]
-        region = zbuf[y0:y1 + 1, x0:x1 + 1]
-        closer = inside & (z < region)
-        region[closer] = z[closer]
-        image[y0:y1 + 1, x0:x1 + 1][closer] = colors[f]
+    # Triangles behind 1e-3 are skipped; depth interpolated on the screen, as these pictures always were.
+    pixels = np.stack([px, py], axis=1)
+    face, _ = rasterize_faces(pixels, depth, tri, (size, size), near=1e-3, perspective=False)
+    covered = face >= 0
+    image[covered] = colors[face[covered]]
     return (np.clip(image, 0, 1) * 255 + 0.5).astype(np.uint8)
-
-
-@dataclass(frozen=True)
-class _Projected:
-    """Vertices on the image: pixel coordinates and depth in front of the camera."""
-
-    px: np.ndarray  # (V,)
-    py: np.ndarray  # (V,)
-    depth: np.ndarray  # (V,)
-
-
-def _rasterize_small(vertices: _Projected, tri: np.ndarray, visible: np.ndarray, zbuf: np.ndarray,
-                     image: np.ndarray, colors: np.ndarray, box: int = 8) -> np.ndarray:
-    """Z-buffer (into the square `zbuf` and `image`) the visible triangles whose pixel bounding box fits
-    in box×box, vectorised; returns which triangles were drawn. Ties in depth go to the lower triangle
-    index, as in the loop."""
-    px, py, depth = vertices.px, vertices.py, vertices.depth
-    size = zbuf.shape[0]
-    xs, ys = px[tri], py[tri]  # (F,3)
-    x0 = np.maximum(np.floor(xs.min(1)).astype(np.int64), 0)
-    x1 = np.minimum(np.ceil(xs.max(1)).astype(np.int64), size - 1)
-    y0 = np.maximum(np.floor(ys.min(1)).astype(np.int64), 0)
-    y1 = np.minimum(np.ceil(ys.max(1)).astype(np.int64), size - 1)
-    area = (xs[:, 1] - xs[:, 0]) * (ys[:, 2] - ys[:, 0]) - (xs[:, 2] - xs[:, 0]) * (ys[:, 1] - ys[:, 0])
-    degenerate = (x0 > x1) | (y0 > y1) | (np.abs(area) < 1e-12)
-    fits = (x1 - x0 < box) & (y1 - y0 < box)
-    chosen = visible & fits & ~degenerate
-    done = visible & (fits | degenerate)  # degenerate triangles draw nothing either way
-    faces = np.flatnonzero(chosen)
-    if faces.size == 0:
-        return done
-    offset = np.arange(box)
-    gx = (x0[faces, None, None] + offset[None, None, :]) + 0.5  # (N,1,B)
-    gy = (y0[faces, None, None] + offset[None, :, None]) + 0.5  # (N,B,1)
-    fx, fy, a = xs[faces][:, :, None, None], ys[faces][:, :, None, None], area[faces][:, None, None]
-    w0 = ((fx[:, 1] - gx) * (fy[:, 2] - gy) - (fx[:, 2] - gx) * (fy[:, 1] - gy)) / a
-    w1 = ((fx[:, 2] - gx) * (fy[:, 0] - gy) - (fx[:, 0] - gx) * (fy[:, 2] - gy)) / a
-    w2 = 1.0 - w0 - w1
-    in_box = (gx - 0.5 <= x1[faces, None, None]) & (gy - 0.5 <= y1[faces, None, None])
-    inside = (w0 >= 0) & (w1 >= 0) & (w2 >= 0) & in_box
-    d = depth[tri[faces]]  # (N,3)
-    z = w0 * d[:, 0, None, None] + w1 * d[:, 1, None, None] + w2 * d[:, 2, None, None]
-    n, row, col = np.nonzero(inside)
-    pixel = (y0[faces][n] + row) * size + (x0[faces][n] + col)
-    depth_at = z[n, row, col]
-    flat = zbuf.reshape(-1)
-    # Nearest first, then the lower triangle index; the first candidate per pixel wins if it beats
-    # what is already in the z-buffer.
-    order = np.lexsort((faces[n], depth_at, pixel))
-    pixel, depth_at, winner = pixel[order], depth_at[order], faces[n][order]
-    first = np.ones(pixel.size, dtype=bool)
-    first[1:] = pixel[1:] != pixel[:-1]
-    pixel, depth_at, winner = pixel[first], depth_at[first], winner[first]
-    closer = depth_at < flat[pixel]
-    flat[pixel[closer]] = depth_at[closer]
-    image.reshape(-1, 3)[pixel[closer]] = colors[winner[closer]]
-    return done
 
 
 def write_png(path: str | Path, image: np.ndarray) -> None:

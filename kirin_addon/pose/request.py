@@ -1,5 +1,5 @@
 """What the Pose Space requests ask the pose prior for, defined once for every layer that carries them:
-the add-on's pose tools build them, the client sends them (kirin_addon/backend/protocol.py encodes
+the add-on's pose tools build them, the client sends them (kirin_addon/backend/protocol_pose.py encodes
 them, and decodes and checks them on the backend, naming the field at fault) and the backend's service
 answers them.
 

@@ -1,5 +1,5 @@
 """What an Extract Motion From Video request asks for, defined once for every layer that carries it:
-the add-on's operator builds it from the panel, the client sends it (kirin_addon/backend/protocol.py
+the add-on's operator builds it from the panel, the client sends it (kirin_addon/backend/protocol_video.py
 encodes and decodes it) and the backend's service reads the video and fits the motion it names.
 
 numpy and the standard library only: it is imported inside Blender.

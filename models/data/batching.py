@@ -4,6 +4,8 @@ more often, static clips of moving actions left out (ViPS' filter)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -18,7 +20,18 @@ def usable(record: dict, split: str) -> bool:
     return record["split"] == split and not (record["static"] and record["action"] != "idle")
 
 
+@dataclass(frozen=True)
+class Shard:
+    """This process's share of the clips under distributed data parallel: every `world`-th clip,
+    from the `rank`-th on (rank 0 of 1: all of them)."""
+
+    rank: int = 0
+    world: int = 1
+
+
 class Batcher:
+    """Random training batches of windows of one split's clips (see the module docstring)."""
+
     def __init__(
         self,
         cache: FeatureCache,
@@ -28,16 +41,15 @@ class Batcher:
         authored_weight: float = 4.0,
         split: str = "train",
         seed: int = 0,
-        rank: int = 0,
-        world: int = 1,
+        shard: Shard = Shard(),
     ):
         self.cache = cache
         self.batch = batch
         self.window = window - window % frames_per_token
-        self.rng = np.random.default_rng([seed, rank])
+        self.rng = np.random.default_rng([seed, shard.rank])
         chosen = [i for i, r in enumerate(cache.records) if usable(r, split)]
         # Each rank trains on its own share of the clips (distributed data parallel).
-        chosen = chosen[rank::world]
+        chosen = chosen[shard.rank :: shard.world]
         if not chosen:
             raise ValueError(f"No usable {split} clips in {cache.folder}")
         joints = np.array([cache.records[i]["joints"] for i in chosen])
@@ -90,88 +102,85 @@ class Batcher:
         caption: str = "random",
         rest_augment: float = 0.0,
     ) -> dict:
+        """The batch of clips `picks`: padded to their largest rig, one caption each ("random",
+        "first" or "heldout" where there is one), each condition dropped with its probability."""
         cache, rng = self.cache, self.rng
-        count = len(picks)
-        joints = max(cache.records[i]["joints"] for i in picks)
-        w = self.window
-        c = cache.motion.shape[1]
-        x0 = np.zeros((count, w, joints, c), np.float32)
-        frame_mask = np.zeros((count, w), bool)
-        joint_mask = np.zeros((count, joints), bool)
-        geometry = np.zeros((count, joints, cache.rig(0).geometry.shape[1]), np.float32)
-        skin = np.zeros((count, joints, cache.rig(0).skin.shape[1]), np.float32)
-        names = np.zeros((count, joints, cache.rig(0).names.shape[1]), np.float32)
-        hops = np.full((count, joints, joints), MAX_HOPS, np.int64)
-        edges = np.full((count, joints, joints), PADDING_EDGE, np.int64)
-        paths = np.zeros((count, joints, joints), np.float32)
-        offsets = np.zeros((count, joints, 3), np.float32)
-        root_of = np.tile(np.arange(joints), (count, 1))
-        parents = np.tile(np.arange(joints), (count, 1))
-        feet = np.zeros((count, joints), bool)
-        tokens = cache.text_tokens.shape[1]
-        text = np.zeros((count, tokens, cache.text_tokens.shape[2]), np.float32)
-        text_mask = np.zeros((count, tokens), bool)
-        text_on = np.ones(count, np.float32)
-        image = np.zeros((count, cache.images.shape[1] if cache.images.size else 1280), np.float32)
-        image_on = np.ones(count, np.float32)
+        arrays = self._empty(len(picks), max(cache.records[i]["joints"] for i in picks))
         caption_ids = []
         for b, index in enumerate(picks):
             record = cache.records[index]
-            j = record["joints"]
-            window, valid = self._window(index)
-            rig = cache.rig(record["rig"])
-            rig_geometry, rig_offsets, rig_skin = rig.geometry, rig.offsets, rig.skin
-            if rest_augment and rng.random() < rest_augment:
-                # Another rest pose for the same motion; the skin features no longer fit it.
-                change = random_rest_change(rig.parents, rig.geometry[:, DEPTH], rng)
-                window, rig_geometry, rig_offsets = apply_rest_change(
-                    window, rig.geometry, rig.parents, change
-                )
-                rig_skin = np.zeros_like(rig.skin)
-            x0[b, :, :j] = (window - cache.mean) / cache.std
-            frame_mask[b] = valid
-            joint_mask[b, :j] = True
-            geometry[b, :j], names[b, :j] = rig_geometry, rig.names
-            if rng.random() >= drop_skin:
-                skin[b, :j] = rig_skin
-            hops[b, :j, :j], edges[b, :j, :j], paths[b, :j, :j] = rig.hops, rig.edges, rig.paths
-            offsets[b, :j], root_of[b, :j], feet[b, :j] = rig_offsets, rig.root_of, rig.feet
-            parents[b, :j] = rig.parents
-            if caption == "heldout" and record["heldout_caption"] >= 0:
-                cap = record["heldout_caption"]
-            elif caption == "first":
-                cap = record["captions"][0]
-            else:
-                cap = int(rng.choice(record["captions"]))
+            self._put_clip(arrays, b, index, drop_skin, rest_augment)
+            cap = self._caption(record, caption)
             caption_ids.append(cap)
-            text[b], text_mask[b] = cache.text_tokens[cap], cache.text_masks[cap]
+            arrays["text"][b], arrays["text_mask"][b] = cache.text_tokens[cap], cache.text_masks[cap]
             if rng.random() < drop_text:
-                text_on[b] = 0.0
+                arrays["text_on"][b] = 0.0
             if record["image"] < 0 or rng.random() < drop_image:
-                image_on[b] = 0.0
+                arrays["image_on"][b] = 0.0
             else:
-                image[b] = cache.images[record["image"]]
-        arrays = dict(
-            x0=x0,
-            frame_mask=frame_mask,
-            joint_mask=joint_mask,
-            geometry=geometry,
-            skin=skin,
-            names=names,
-            hops=hops,
-            edges=edges,
-            paths=paths,
-            offsets=offsets,
-            root_of=root_of,
-            parents=parents,
-            feet=feet,
-            text=text,
-            text_mask=text_mask,
-            text_on=text_on,
-            image=image,
-            image_on=image_on,
-        )
+                arrays["image"][b] = cache.images[record["image"]]
         out = {k: torch.from_numpy(v) for k, v in arrays.items()}
         out["clips"] = list(picks)
         out["caption_ids"] = caption_ids
         return out
+
+    def _empty(self, count: int, joints: int) -> dict[str, np.ndarray]:
+        """A batch of `count` clips of up to `joints` joints, every entry padding."""
+        cache = self.cache
+        w = self.window
+        c = cache.motion.shape[1]
+        tokens = cache.text_tokens.shape[1]
+        return dict(
+            x0=np.zeros((count, w, joints, c), np.float32),
+            frame_mask=np.zeros((count, w), bool),
+            joint_mask=np.zeros((count, joints), bool),
+            geometry=np.zeros((count, joints, cache.rig(0).geometry.shape[1]), np.float32),
+            skin=np.zeros((count, joints, cache.rig(0).skin.shape[1]), np.float32),
+            names=np.zeros((count, joints, cache.rig(0).names.shape[1]), np.float32),
+            hops=np.full((count, joints, joints), MAX_HOPS, np.int64),
+            edges=np.full((count, joints, joints), PADDING_EDGE, np.int64),
+            paths=np.zeros((count, joints, joints), np.float32),
+            offsets=np.zeros((count, joints, 3), np.float32),
+            root_of=np.tile(np.arange(joints), (count, 1)),
+            parents=np.tile(np.arange(joints), (count, 1)),
+            feet=np.zeros((count, joints), bool),
+            text=np.zeros((count, tokens, cache.text_tokens.shape[2]), np.float32),
+            text_mask=np.zeros((count, tokens), bool),
+            text_on=np.ones(count, np.float32),
+            image=np.zeros((count, cache.images.shape[1] if cache.images.size else 1280), np.float32),
+            image_on=np.ones(count, np.float32),
+        )
+
+    def _put_clip(
+        self, arrays: dict[str, np.ndarray], b: int, index: int, drop_skin: float, rest_augment: float
+    ) -> None:
+        """Row `b` of the batch: a window of clip `index` (normalised) and its rig's arrays, on
+        another rest pose with probability `rest_augment`, the skin dropped with `drop_skin`."""
+        cache, rng = self.cache, self.rng
+        record = cache.records[index]
+        j = record["joints"]
+        window, valid = self._window(index)
+        rig = cache.rig(record["rig"])
+        rig_geometry, rig_offsets, rig_skin = rig.geometry, rig.offsets, rig.skin
+        if rest_augment and rng.random() < rest_augment:
+            # Another rest pose for the same motion; the skin features no longer fit it.
+            change = random_rest_change(rig.parents, rig.geometry[:, DEPTH], rng)
+            window, rig_geometry, rig_offsets = apply_rest_change(window, rig.geometry, rig.parents, change)
+            rig_skin = np.zeros_like(rig.skin)
+        arrays["x0"][b, :, :j] = (window - cache.mean) / cache.std
+        arrays["frame_mask"][b] = valid
+        arrays["joint_mask"][b, :j] = True
+        arrays["geometry"][b, :j], arrays["names"][b, :j] = rig_geometry, rig.names
+        if rng.random() >= drop_skin:
+            arrays["skin"][b, :j] = rig_skin
+        arrays["hops"][b, :j, :j], arrays["edges"][b, :j, :j] = rig.hops, rig.edges
+        arrays["paths"][b, :j, :j] = rig.paths
+        arrays["offsets"][b, :j], arrays["root_of"][b, :j] = rig_offsets, rig.root_of
+        arrays["feet"][b, :j], arrays["parents"][b, :j] = rig.feet, rig.parents
+
+    def _caption(self, record: dict, caption: str) -> int:
+        if caption == "heldout" and record["heldout_caption"] >= 0:
+            return record["heldout_caption"]
+        if caption == "first":
+            return record["captions"][0]
+        return int(self.rng.choice(record["captions"]))

@@ -142,6 +142,34 @@ def build_cache(
     """Build a cache folder from clip folders; returns a summary."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    jobs = _clip_jobs(sources, max_clips)
+    started = time.perf_counter()
+    results = _processed(jobs, workers, progress, started)
+    rigs, captions, images, records, motion = _gathered(results)
+    np.save(out / "motion.npy", motion)
+    joint_offsets = _save_rigs(out / "rigs.npz", rigs, text_encoder, len(captions), len(images))
+    tokens, masks = _encode_captions(text_encoder, captions)
+    np.savez(out / "text.npz", tokens=tokens, masks=masks)
+    image_features = image_encoder.encode(images).astype(np.float32) if images else np.zeros((0, 1280))
+    np.save(out / "images.npy", image_features)
+    (out / "clips.json").write_text(json.dumps(records))
+    (out / "captions.json").write_text(json.dumps(captions))
+    mean, std = channel_stats(motion, records, rigs, joint_offsets)
+    np.savez(out / "stats.npz", mean=mean, std=std)
+    summary = {
+        "clips": len(records),
+        "rigs": len(rigs),
+        "captions": len(captions),
+        "images": len(images),
+        "frames": int(sum(r["frames"] for r in records)),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _clip_jobs(sources: list[str | Path], max_clips: int | None) -> list[tuple[str, str]]:
+    """(clip file, its clip folder) of every clip in `sources`, the first `max_clips` of them."""
     jobs = []
     for source in sources:
         source = Path(source)
@@ -152,21 +180,30 @@ def build_cache(
         jobs = jobs[:max_clips]
     if not jobs:
         raise ValueError("No clips found in " + ", ".join(map(str, sources)))
-    started = time.perf_counter()
+    return jobs
+
+
+def _processed(jobs: list[tuple[str, str]], workers: int, progress: bool, started: float) -> list[dict]:
+    """`_process` of every job, in order (in `workers` processes when more than one)."""
+    results = []
     if workers > 1:
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            results = []
             for i, r in enumerate(pool.imap(_process, jobs, chunksize=8), 1):
                 results.append(r)
                 if progress and i % 200 == 0:
                     _say(f"features {i}/{len(jobs)} ({time.perf_counter() - started:.0f}s)")
     else:
-        results = []
         for i, job in enumerate(jobs, 1):
             results.append(_process(job))
             if progress and i % 200 == 0:
                 _say(f"features {i}/{len(jobs)} ({time.perf_counter() - started:.0f}s)")
+    return results
 
+
+def _gathered(results: list[dict]) -> tuple[list[dict], list[str], list[str], list[dict], np.ndarray]:
+    """The processed clips as the cache stores them: distinct rigs, all captions, distinct image
+    files, one record per clip (indices into those) and the motion features of all clips, clip after
+    clip (Σ T·J, CHANNELS)."""
     rig_index: dict[str, int] = {}
     rigs: list[dict] = []
     captions: list[str] = []
@@ -206,18 +243,21 @@ def build_cache(
             }
         )
         offset += frames * joints
-    motion = np.concatenate(motion_chunks)
-    np.save(out / "motion.npy", motion)
+    return rigs, captions, images, records, np.concatenate(motion_chunks)
 
-    # Rigs: per-joint arrays concatenated, J×J arrays flattened, with offsets.
+
+def _save_rigs(path: Path, rigs: list[dict], text_encoder, captions: int, images: int) -> np.ndarray:
+    """rigs.npz: per-joint arrays concatenated, J×J arrays flattened, with offsets, and the joint
+    names' text vectors; returns the per-rig joint offsets. (`captions` and `images`: counts for
+    the progress line.)"""
     joint_offsets = np.cumsum([0] + [len(r["geometry"]) for r in rigs])
     square_offsets = np.cumsum([0] + [len(r["geometry"]) ** 2 for r in rigs])
     names = sorted({n for r in rigs for n in r["names"]})
-    _say(f"encoding {len(names)} joint names, {len(captions)} captions, {len(images)} images")
+    _say(f"encoding {len(names)} joint names, {captions} captions, {images} images")
     name_vectors = text_encoder.encode_sentences(names).astype(np.float16) if names else np.zeros((0, 384))
     name_id = {n: i for i, n in enumerate(names)}
     np.savez(
-        out / "rigs.npz",
+        path,
         joint_offsets=joint_offsets,
         square_offsets=square_offsets,
         geometry=np.concatenate([r["geometry"] for r in rigs]),
@@ -233,24 +273,7 @@ def build_cache(
         name_ids=np.array([name_id[n] for r in rigs for n in r["names"]]),
         name_vectors=name_vectors,
     )
-    tokens, masks = _encode_captions(text_encoder, captions)
-    np.savez(out / "text.npz", tokens=tokens, masks=masks)
-    image_features = image_encoder.encode(images).astype(np.float32) if images else np.zeros((0, 1280))
-    np.save(out / "images.npy", image_features)
-    (out / "clips.json").write_text(json.dumps(records))
-    (out / "captions.json").write_text(json.dumps(captions))
-    mean, std = channel_stats(motion, records, rigs, joint_offsets)
-    np.savez(out / "stats.npz", mean=mean, std=std)
-    summary = {
-        "clips": len(records),
-        "rigs": len(rigs),
-        "captions": len(captions),
-        "images": len(images),
-        "frames": int(sum(r["frames"] for r in records)),
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    return summary
+    return joint_offsets
 
 
 def _encode_captions(text_encoder, captions: list[str], batch: int = 256) -> tuple[np.ndarray, np.ndarray]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -239,6 +240,27 @@ def _held_still(motion):
     )
 
 
+@dataclass
+class _Run:
+    """One evaluation's clips (their captions' labels and embeddings) and the rows measured so far."""
+
+    cache: object  # FeatureCache
+    evaluator: TextMotionEvaluator
+    records: list[dict]
+    captions: list[int]  # each clip's evaluation caption
+    texts: np.ndarray  # their embeddings
+    labels: list[str]
+    loaded: list[_Clip]
+    results: dict[str, _Row] = field(default_factory=dict)
+    measured: dict[str, list[tuple[np.ndarray, object, dict]]] = field(default_factory=dict)
+
+    def add(self, row: str, n: int, features: np.ndarray, arrays, physical: dict) -> None:
+        """Clip `n`'s motion in `row`: its features (embedded at the end), rig arrays and physical metrics."""
+        self.measured.setdefault(row, []).append((features, arrays, physical))
+        self.results.setdefault(row, _Row()).texts.append(self.texts[n])
+        self.results[row].labels.append(self.labels[n])
+
+
 def evaluate(config: EvalConfig, progress: bool = True) -> dict:
     """Kirin's table for one split: {"rows": {row: {metric: value}}, ...} (NaN written as null)."""
     from ..data.cache import FeatureCache
@@ -249,7 +271,8 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
     if unknown:
         raise ValueError(f"Unknown rows {', '.join(unknown)}; known: {', '.join(ROWS)}")
     rows = [r for r in ROWS if r in config.rows]
-    if any(r in GENERATED for r in rows) and not config.model:
+    generated = [r for r in rows if r in GENERATED]
+    if generated and not config.model:
         raise ValueError(f"Generated rows need --model (or ask only for {', '.join(REFERENCE_ROWS)})")
     started = time.perf_counter()
     cache = FeatureCache(config.cache)
@@ -262,93 +285,14 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
     texts = evaluator.embed_sentences(sentence)
     say = (lambda m: sys.stderr.write(m + "\n")) if progress else (lambda m: None)
     say(f"eval: {len(clips)} {config.split} clips, rows {', '.join(rows)}")
-
-    loaded = [_load_clip(cache, i, with_mesh=any(r in GENERATED for r in rows)) for i in clips]
-    results: dict[str, _Row] = {}
-    measured: dict[str, list[tuple[np.ndarray, object, dict]]] = {}
-
-    def add(row: str, n: int, features: np.ndarray, arrays, physical: dict) -> None:
-        measured.setdefault(row, []).append((features, arrays, physical))
-        results.setdefault(row, _Row()).texts.append(texts[n])
-        results[row].labels.append(labels[n])
-
-    # Ground truth is always measured: it is every row's FID reference.
-    tick = time.perf_counter()
-    for n, clip in enumerate(loaded):
-        features, physical = _measure(clip, clip.motion)
-        add("ground_truth", n, features, clip.arrays, physical)
-    results["ground_truth"].seconds = time.perf_counter() - tick
-
-    if "static_pose" in rows:
-        tick = time.perf_counter()
-        for n, clip in enumerate(loaded):
-            features, physical = _measure(clip, _held_still(clip.motion))
-            add("static_pose", n, features, clip.arrays, physical)
-        results["static_pose"].seconds = time.perf_counter() - tick
-
-    if "nearest_neighbour" in rows:
-        tick = time.perf_counter()
-        neighbours = nearest_neighbours(cache, sentence)
-        retrieved: dict[int, tuple[np.ndarray, object, dict]] = {}
-        for n, index in enumerate(neighbours):
-            if index not in retrieved:
-                clip = _load_clip(cache, index)
-                features, physical = _measure(clip, clip.motion)
-                retrieved[index] = (features, clip.arrays, physical)
-            features, arrays, physical = retrieved[index]
-            add("nearest_neighbour", n, features, arrays, physical)
-        results["nearest_neighbour"].seconds = time.perf_counter() - tick
-
-    generated = [r for r in rows if r in GENERATED]
+    loaded = [_load_clip(cache, i, with_mesh=bool(generated)) for i in clips]
+    run = _Run(cache, evaluator, records, captions, texts, labels, loaded)
+    _reference_rows(run, rows, sentence)
     if generated:
-        from ..motion.generator import MotionModel, SamplingOptions
+        _generated_rows(run, config, generated, say)
 
-        model = MotionModel.load(config.model, backend=config.backend)
-        bank = retrieval = None
-        if config.bank:
-            from ..motion.retrieval import MotionBank, RetrievalConfig
-
-            bank = MotionBank(cache if Path(config.bank) == Path(config.cache) else config.bank)
-            retrieval = RetrievalConfig(strength=config.strength)
-        for row in generated:
-            results[row] = _Row()
-        for n, clip in enumerate(loaded):
-            record = records[n]
-            prepared = model.prepare_rig(clip.rig, clip.mesh if config.skin else None, clip.frame)
-            image = cache.images[record["image"]] if record["image"] >= 0 and len(cache.images) else None
-            variants = config.mm_repeats if n < config.mm_prompts else 1
-            for row in generated:
-                if row != "text" and image is None:
-                    continue  # no reference image for this clip: the image rows leave it out
-                tick = time.perf_counter()
-                out = model.generate(
-                    prepared,
-                    GenerateRequest(
-                        cache.captions[captions[n]] if row != "image" else None,
-                        image=image if row != "text" else None,  # the image encoder's feature
-                        frames=clip.motion.frame_count,
-                        seed=config.seed + 1000 * n,
-                        variants=variants,
-                        guidance=config.guidance,
-                    ),
-                    SamplingOptions(
-                        steps=config.steps, clean=config.clean, smooth=config.smooth, bank=bank,
-                        retrieval=retrieval,
-                    ),
-                )
-                results[row].retrieved += "retrieved" in out[0].report
-                group = []
-                for v, sample in enumerate(out):
-                    features, physical = _measure(clip, sample.motion, sample.features)
-                    if v == 0:
-                        add(row, n, features, clip.arrays, physical)
-                    group.append(features)
-                if len(group) > 1:
-                    results[row].groups.append(evaluator.embed_motions([(f, clip.arrays) for f in group]))
-                results[row].seconds += time.perf_counter() - tick
-            say(f"eval: generated {n + 1}/{len(loaded)}")
-
-    for row, items in measured.items():
+    results = run.results
+    for row, items in run.measured.items():
         results[row].embeddings = list(evaluator.embed_motions([(f, a) for f, a, _ in items]))
         results[row].physical = [p for _, _, p in items]
     reference = np.stack(results["ground_truth"].embeddings)
@@ -366,6 +310,86 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
         },
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def _reference_rows(run: _Run, rows: list[str], sentence: np.ndarray) -> None:
+    """The rows that need no motion model; ground truth always (it is every row's FID reference).
+    `sentence`: the clips' caption vectors, which the nearest neighbours are retrieved by."""
+    tick = time.perf_counter()
+    for n, clip in enumerate(run.loaded):
+        features, physical = _measure(clip, clip.motion)
+        run.add("ground_truth", n, features, clip.arrays, physical)
+    run.results["ground_truth"].seconds = time.perf_counter() - tick
+
+    if "static_pose" in rows:
+        tick = time.perf_counter()
+        for n, clip in enumerate(run.loaded):
+            features, physical = _measure(clip, _held_still(clip.motion))
+            run.add("static_pose", n, features, clip.arrays, physical)
+        run.results["static_pose"].seconds = time.perf_counter() - tick
+
+    if "nearest_neighbour" in rows:
+        tick = time.perf_counter()
+        neighbours = nearest_neighbours(run.cache, sentence)
+        retrieved: dict[int, tuple[np.ndarray, object, dict]] = {}
+        for n, index in enumerate(neighbours):
+            if index not in retrieved:
+                clip = _load_clip(run.cache, index)
+                features, physical = _measure(clip, clip.motion)
+                retrieved[index] = (features, clip.arrays, physical)
+            features, arrays, physical = retrieved[index]
+            run.add("nearest_neighbour", n, features, arrays, physical)
+        run.results["nearest_neighbour"].seconds = time.perf_counter() - tick
+
+
+def _generated_rows(run: _Run, config: EvalConfig, generated: list[str], say: Callable[[str], None]) -> None:
+    """The `generated` rows: the motion model on each clip's own rig, as many frames as the clip has;
+    the first `mm_prompts` clips `mm_repeats` times (Multimodality)."""
+    from ..motion.generator import MotionModel, SamplingOptions
+
+    cache = run.cache
+    model = MotionModel.load(config.model, backend=config.backend)
+    bank = retrieval = None
+    if config.bank:
+        from ..motion.retrieval import MotionBank, RetrievalConfig
+
+        bank = MotionBank(cache if Path(config.bank) == Path(config.cache) else config.bank)
+        retrieval = RetrievalConfig(strength=config.strength)
+    options = SamplingOptions(
+        steps=config.steps, clean=config.clean, smooth=config.smooth, bank=bank, retrieval=retrieval
+    )
+    for row in generated:
+        run.results[row] = _Row()
+    for n, clip in enumerate(run.loaded):
+        record = run.records[n]
+        prepared = model.prepare_rig(clip.rig, clip.mesh if config.skin else None, clip.frame)
+        image = cache.images[record["image"]] if record["image"] >= 0 and len(cache.images) else None
+        variants = config.mm_repeats if n < config.mm_prompts else 1
+        for row in generated:
+            if row != "text" and image is None:
+                continue  # no reference image for this clip: the image rows leave it out
+            tick = time.perf_counter()
+            request = GenerateRequest(
+                cache.captions[run.captions[n]] if row != "image" else None,
+                image=image if row != "text" else None,  # the image encoder's feature
+                frames=clip.motion.frame_count,
+                seed=config.seed + 1000 * n,
+                variants=variants,
+                guidance=config.guidance,
+            )
+            out = model.generate(prepared, request, options)
+            result = run.results[row]
+            result.retrieved += "retrieved" in out[0].report
+            group = []
+            for v, sample in enumerate(out):
+                features, physical = _measure(clip, sample.motion, sample.features)
+                if v == 0:
+                    run.add(row, n, features, clip.arrays, physical)
+                group.append(features)
+            if len(group) > 1:
+                result.groups.append(run.evaluator.embed_motions([(f, clip.arrays) for f in group]))
+            result.seconds += time.perf_counter() - tick
+        say(f"eval: generated {n + 1}/{len(run.loaded)}")
 
 
 def nearest_neighbours(cache, sentences: np.ndarray) -> list[int]:

@@ -31,16 +31,17 @@ from torch import nn
 from torch.nn import functional as F
 
 from ...kirin_addon.eval.distributions import r_precision, r_precision_pool
+from ..config import TEXT_DIM
 from ..data.batching import usable
 from ..data.cache import MAX_TOKENS, FeatureCache, RigArrays
 from ..encoders.text import sentence_vectors
 from ..representation import CHANNELS
 from ..rig_features import GEOMETRY
+from ..training import save_checkpoint
 
 DEFAULT_EVALUATOR = Path(__file__).resolve().parents[1] / "weights" / "evaluator"
 WEIGHTS_FILE = "evaluator.safetensors"
 CARD_FILE = "evaluator.json"
-TEXT_DIM = 384  # all-MiniLM-L6-v2
 
 
 @dataclass
@@ -386,12 +387,7 @@ def train_evaluator(config: EvaluatorTrainConfig, progress: bool = True) -> dict
     checkpoint = out / "checkpoint.pt"
     net = TextMotionEvaluator(config.model, caches[0].mean, caches[0].std, config.temperature)
     optimizer = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    step, seconds_before = 0, 0.0
-    if checkpoint.exists():
-        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-        net.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        step, seconds_before = int(state["step"]), float(state.get("seconds", 0.0))
+    step, seconds_before = _resume(checkpoint, net, optimizer)
     # Each (re)start draws from its own stream so a resumed run does not replay the same batches.
     batches = [EvaluatorBatches(c, config, seed=[config.seed, n, step]) for n, c in enumerate(caches)]
     sizes = np.array([len(b.clips) for b in batches], np.float64)
@@ -403,56 +399,28 @@ def train_evaluator(config: EvaluatorTrainConfig, progress: bool = True) -> dict
     def elapsed() -> float:
         return seconds_before + time.perf_counter() - started
 
-    def held_out() -> dict:
-        """Ground-truth R-Precision on the test split and the held-out family (model selection)."""
-        net.eval()
-        out = {}
-        for name, clips in (("test_ground_truth", test), ("zero_shot_ground_truth", unseen)):
-            if clips:
-                out[name] = ground_truth_r_precision(net, caches[0], clips)
-        net.train()
-        return out
-
     def save() -> None:
-        torch.save(
+        save_checkpoint(
+            checkpoint,
             {
                 "model": net.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "step": step,
                 "seconds": elapsed(),
             },
-            str(checkpoint) + ".tmp",
         )
-        os.replace(str(checkpoint) + ".tmp", checkpoint)
 
-    test = [i for i, r in enumerate(caches[0].records) if usable(r, "test") and r["captions"]]
-    test = test if len(test) >= 2 else []
-    unseen = [i for i, r in enumerate(caches[0].records) if usable(r, "zero_shot") and r["captions"]]
-    unseen = unseen if len(unseen) >= 2 else []
+    held_out = _HeldOut(net, caches[0])
     net.train()
     window: list[float] = []
     try:
         while step < config.steps:
             source = batches[int(rng.choice(len(batches), p=sizes / sizes.sum()))]
-            inputs, sentences, positives = source.sample()
-            for group in optimizer.param_groups:
-                group["lr"] = config.lr * min(1.0, (step + 1) / max(config.warmup, 1))
-            motion = net.motion(**inputs)
-            text = net.text(sentences)
-            loss = contrastive_loss(motion, text, positives, net.scale)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-            optimizer.step()
+            window.append(_train_step(net, optimizer, source, config, step))
             step += 1
-            window.append(float(loss.detach()))
             if step % config.log_every == 0 or step == config.steps:
-                line = {
-                    "step": step,
-                    "loss": float(np.mean(window)),
-                    "scale": float(net.scale.detach()),
-                    "seconds": round(elapsed(), 1),
-                }
+                line = {"step": step, "loss": float(np.mean(window)), "scale": float(net.scale.detach())}
+                line["seconds"] = round(elapsed(), 1)
                 log.write(json.dumps(line) + "\n")
                 log.flush()
                 window = []
@@ -460,7 +428,7 @@ def train_evaluator(config: EvaluatorTrainConfig, progress: bool = True) -> dict
                     sys.stderr.write(f"evaluator step {step}/{config.steps} loss {line['loss']:.3f}\n")
             if step % config.checkpoint_every == 0:
                 save()
-                if test or unseen:
+                if held_out.test or held_out.unseen:
                     line = {"step": step, **held_out()}
                     log.write(json.dumps(line) + "\n")
                     if progress:
@@ -471,20 +439,83 @@ def train_evaluator(config: EvaluatorTrainConfig, progress: bool = True) -> dict
         log.close()
     save()
     net.eval()
-    facts: dict = {
-        "step": step,
-        "train_seconds": round(elapsed(), 1),
-        "params": sum(p.numel() for p in net.parameters()),
-        "data": [str(Path(p)) for p in config.data],
-        "train_clips": int(sizes.sum()),
-        "train_config": {k: v for k, v in asdict(config).items() if k != "model"},
-    }
+    facts = _training_facts(config, net, step, round(elapsed(), 1), int(sizes.sum()))
     facts.update(held_out())
     net.eval()
     net.save(out, facts)
     if config.export:
         net.save(config.export, facts)
     return facts
+
+
+def _training_facts(
+    config: EvaluatorTrainConfig, net: TextMotionEvaluator, step: int, seconds: float, clips: int
+) -> dict:
+    """The card's training facts (held-out R-Precision is added to them)."""
+    return {
+        "step": step,
+        "train_seconds": seconds,
+        "params": sum(p.numel() for p in net.parameters()),
+        "data": [str(Path(p)) for p in config.data],
+        "train_clips": clips,
+        "train_config": {k: v for k, v in asdict(config).items() if k != "model"},
+    }
+
+
+def _resume(
+    checkpoint: Path, net: TextMotionEvaluator, optimizer: torch.optim.Optimizer
+) -> tuple[int, float]:
+    """Load `checkpoint` into `net` and `optimizer` where it exists: the step and seconds trained."""
+    if not checkpoint.exists():
+        return 0, 0.0
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    net.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return int(state["step"]), float(state.get("seconds", 0.0))
+
+
+def _train_step(
+    net: TextMotionEvaluator,
+    optimizer: torch.optim.Optimizer,
+    source: EvaluatorBatches,
+    config: EvaluatorTrainConfig,
+    step: int,
+) -> float:
+    """One optimiser step on a batch of `source` (learning rate warmed up over `config.warmup`): the loss."""
+    inputs, sentences, positives = source.sample()
+    for group in optimizer.param_groups:
+        group["lr"] = config.lr * min(1.0, (step + 1) / max(config.warmup, 1))
+    motion = net.motion(**inputs)
+    text = net.text(sentences)
+    loss = contrastive_loss(motion, text, positives, net.scale)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+    optimizer.step()
+    return float(loss.detach())
+
+
+class _HeldOut:
+    """Ground-truth R-Precision on the test split and the held-out family (model selection); a split
+    with fewer than two captioned clips is left out."""
+
+    def __init__(self, net: TextMotionEvaluator, cache: FeatureCache):
+        self.net, self.cache = net, cache
+        self.test = self._clips("test")
+        self.unseen = self._clips("zero_shot")
+
+    def _clips(self, split: str) -> list[int]:
+        clips = [i for i, r in enumerate(self.cache.records) if usable(r, split) and r["captions"]]
+        return clips if len(clips) >= 2 else []
+
+    def __call__(self) -> dict:
+        self.net.eval()
+        out = {}
+        for name, clips in (("test_ground_truth", self.test), ("zero_shot_ground_truth", self.unseen)):
+            if clips:
+                out[name] = ground_truth_r_precision(self.net, self.cache, clips)
+        self.net.train()
+        return out
 
 
 def eval_caption(record: dict) -> int:

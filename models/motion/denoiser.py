@@ -21,8 +21,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..config import DenoiserConfig
 from ..layers import NEG, Attention, modulate, timestep_embedding
+from .config import DenoiserConfig
 
 # The denoiser's keyword inputs besides x and t, in call order (training batches, ONNX, runners).
 CONDITION_INPUTS = (

@@ -26,11 +26,12 @@ from ...kirin_addon.core.rotations import matrix_to_quat, quat_to_matrix
 from ...kirin_addon.core.skinning import SkinnedMesh
 from ...kirin_addon.generate.request import GenerateRequest, GenerateRequestError
 from ...kirin_addon.library.captions.phrasing import stated_direction
-from ..config import DenoiserConfig, DiffusionConfig
+from ..config import DiffusionConfig
 from ..data.cache import MAX_TOKENS
-from ..diffusion import Diffusion, Inpaint
+from ..diffusion import DDIMOptions, Diffusion, Inpaint
 from ..representation import CONTACT, features_to_motion, motion_features
 from ..rig_features import EDGE_TYPES, MAX_HOPS, rig_features
+from .config import DenoiserConfig
 from .denoiser import Denoiser, added_since_v0, patchify, unpatchify
 from .retrieval import MotionBank, RetrievalConfig, fit_length, open_default_bank, retime, retime_rows
 
@@ -437,13 +438,10 @@ class MotionModel:
                 x0[as_is:] = self.diffusion.sample_ddim(
                     plan.predict,
                     (variants - as_is,) + plan.shape[1:],
-                    steps=plan.steps,
-                    guidance=plan.guidance,
+                    DDIMOptions(plan.steps, plan.guidance, strength=VARIATION_STRENGTH, hook=plan.hook),
                     noise=noise[as_is:],
-                    progress=progress,
-                    hook=plan.hook,
                     init=init[as_is:],
-                    strength=VARIATION_STRENGTH,
+                    progress=progress,
                 )
         elif sampler == "ancestral":  # the full-length reference sampler (benchmarks)
             x0 = self.diffusion.sample_ancestral(
@@ -453,14 +451,16 @@ class MotionModel:
             x0 = self.diffusion.sample_ddim(
                 plan.predict,
                 plan.shape,
-                steps=plan.steps,
-                guidance=plan.guidance,
-                inpaint=plan.inpaint,
+                DDIMOptions(
+                    plan.steps,
+                    plan.guidance,
+                    strength=strength if init is not None else 1.0,
+                    inpaint=plan.inpaint,
+                    hook=plan.hook,
+                ),
                 noise=noise,
-                progress=progress,
-                hook=plan.hook,
                 init=init,
-                strength=strength if init is not None else 1.0,
+                progress=progress,
             )
         else:
             raise GenerationError(f"Unknown sampler {sampler!r} (ddim or ancestral)")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import torch
 
 from .. import geometry
-from ..config import LossConfig
 from ..representation import POS, ROT, VEL
+from .config import LossConfig
 
 
 def fk_positions(features: torch.Tensor, batch: dict) -> torch.Tensor:

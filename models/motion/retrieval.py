@@ -163,9 +163,9 @@ class MotionBank:
     ) -> list[Retrieved]:
         """Up to `count` best-captioned clips whose creature fits the rig, retargeted onto it, best
         first; none when no caption is close enough or no close clip's creature has the rig's build.
-        `direction` (kirin_addon.library.captions.DIRECTIONS, e.g. from `stated_direction` of the prompt):
-        clips travelling another way are passed over — sentence vectors barely tell "forward" from
-        "backwards"."""
+        `direction` (kirin_addon.library.captions.phrasing.DIRECTIONS, e.g. from `stated_direction` of
+        the prompt): clips travelling another way are passed over — sentence vectors barely tell
+        "forward" from "backwards"."""
         from ...kirin_addon.retarget.retargeter import retarget
 
         config = config or RetrievalConfig()

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..config import TrainConfig
-from ..data.batching import Batcher
+from ..data.batching import Batcher, Shard
 from ..data.cache import FeatureCache
 from ..diffusion import Diffusion
 from ..training import ema_copy, save_checkpoint, save_weights_card, weights_card
+from .config import TrainConfig
 from .denoiser import CONDITION_INPUTS, Denoiser, parameter_count, patchify, unpatchify
 from .losses import diffusion_losses
 
@@ -204,8 +204,11 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
     mean = torch.tensor(caches[0].mean, device=device)
     std = torch.tensor(caches[0].std, device=device)
     fpt = config.model.frames_per_token
-    batchers = [Batcher(c, config.batch, config.window, fpt, config.authored_weight, "train", config.seed,
-                        rank, world) for c in caches]
+    shard = Shard(rank, world)
+    batchers = [
+        Batcher(c, config.batch, config.window, fpt, config.authored_weight, "train", config.seed, shard)
+        for c in caches
+    ]
     sizes = np.array([len(b.order) for b in batchers], dtype=np.float64)
     rng = np.random.default_rng([config.seed, rank, 99])
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..config import PoseDenoiserConfig
 from ..layers import NEG, Attention, modulate, timestep_embedding
+from .config import PoseDenoiserConfig
 
 # The denoiser's keyword inputs besides x and t, in call order (training batches, ONNX, runners).
 POSE_INPUTS = ("geometry", "skin", "names", "hops", "edges", "joint_mask")

@@ -18,8 +18,9 @@ instead of folding the rig into it.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,12 +30,14 @@ from ...kirin_addon.core.canonical import CanonicalFrame, canonical_rig
 from ...kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_deltas
 from ...kirin_addon.core.rig import Rig
 from ...kirin_addon.core.rotations import (
+    heading,
     matrix_to_6d,
     matrix_to_quat,
     orthonormalize,
     quat_slerp,
     quat_to_matrix,
     sixd_to_matrix,
+    yaw_matrix,
 )
 from ...kirin_addon.core.skinning import SkinnedMesh
 from ...kirin_addon.pose.space import (
@@ -48,10 +51,10 @@ from ...kirin_addon.pose.space import (
     solve_handles,
     solve_within_limits,
 )
-from ..config import DiffusionConfig, PoseDenoiserConfig
-from ..diffusion import Diffusion
-from ..representation import heading, yaw_matrix
+from ..config import DiffusionConfig
+from ..diffusion import DDIMOptions, Diffusion
 from ..rig_features import EDGE_TYPES, MAX_HOPS, rig_features
+from .config import PoseDenoiserConfig
 from .denoiser import PoseDenoiser
 
 DEFAULT_POSE_MODEL = Path(__file__).resolve().parents[1] / "weights" / "pose"
@@ -114,6 +117,20 @@ class Projection:
     reached: bool
     message: str = ""
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ProjectOptions:
+    """How `PosePrior.project` meets an edit. `relative` (a drag): the prior's correction of the edit
+    is measured against its correction of the pose itself, so what the edit leaves alone stays as the
+    animator had it; off (Project Pose): the prior's own answer. `strength`: how far up the noise
+    schedule it goes (None: 0.1 relative, 0.4 not); `steps` over the whole schedule; `seed` of the
+    shared noise."""
+
+    strength: float | None = None
+    steps: int = PROJECT_STEPS
+    seed: int = 0
+    relative: bool = True
 
 
 @dataclass
@@ -231,7 +248,7 @@ class PosePrior:
         generator = torch.Generator().manual_seed(seed)
         shape = (count, posed.joint_count, self.config.channels)
         x = self.diffusion.sample_ddim(
-            self._runner(posed), shape, steps=steps or self.diffusion_config.sample_steps, generator=generator
+            self._runner(posed), shape, DDIMOptions(steps or self.diffusion_config.sample_steps), generator
         )
         poses = self.decode(x)
         return poses if ranges is None else ranges.clamp(posed.skeleton, poses)
@@ -248,7 +265,7 @@ class PosePrior:
         self, posed: PosedRig, noise: torch.Tensor, steps: int = 20, strength: float = 1.0
     ) -> np.ndarray:
         x = self.diffusion.sample_ddim(
-            self._runner(posed), tuple(noise.shape), steps=steps, noise=noise, strength=strength
+            self._runner(posed), tuple(noise.shape), DDIMOptions(steps, strength=strength), noise=noise
         )
         return self.decode(x)
 
@@ -258,77 +275,30 @@ class PosePrior:
         pose: Pose,
         targets: dict[int, np.ndarray],
         pins: list[int] | tuple[int, ...] = (),
-        strength: float | None = None,
-        steps: int = PROJECT_STEPS,
-        seed: int = 0,
-        relative: bool = True,
         ranges: JointLimits | None = None,
+        options: ProjectOptions | None = None,
     ) -> Projection:
         """The plausible pose nearest `pose` whose joints `targets` (joint → canonical point) reach
-        their targets, with `pins` kept where they are. `relative` (a drag): the prior's correction
-        of the edit is measured against its correction of `pose` itself, so what the edit leaves
-        alone stays as the animator had it; off (Project Pose): the prior's own answer. `strength`:
-        how far up the noise schedule it goes (default 0.1 relative, 0.4 not). `ranges`: the
-        rig's own joint ranges (`JointLimits.from_motion` of its actions): every IK step keeps
-        inside them where the handles allow (`solve_within_limits`)."""
-        import time
-
+        their targets, with `pins` kept where they are. `ranges`: the rig's own joint ranges
+        (`JointLimits.from_motion` of its actions): every IK step keeps inside them where the handles
+        allow (`solve_within_limits`). `options`: relative (a drag) or not, strength, steps, seed
+        (`ProjectOptions`)."""
         started = time.perf_counter()
-        skeleton = posed.skeleton
-        count = posed.joint_count
-        if not targets:
-            raise PoseSpaceError("Give at least one joint to move.")
-        for joint in list(targets) + list(pins):
-            if not 0 <= int(joint) < count:
-                raise PoseSpaceError(f"Joint {joint} is not in the rig ({count} joints).")
-        turn = yaw_matrix(np.array(pose.yaw))
-        positions = skeleton.positions(pose.deltas)
-        handles = [
-            Handle(int(j), turn.T @ (np.asarray(p, np.float64) - pose.root)) for j, p in targets.items()
-        ]
-        handles += [Handle(int(j), positions[int(j)], PIN_WEIGHT) for j in pins if int(j) not in targets]
-        if strength is None:
-            strength = DRAG_STRENGTH if relative else PROJECT_STRENGTH
+        options = ProjectOptions() if options is None else options
+        handles = _handles(posed, pose, targets, pins)
+        if options.strength is None:
+            options = replace(options, strength=DRAG_STRENGTH if options.relative else PROJECT_STRENGTH)
         self.learn_rig(posed)
-        stiffness = posed.stiffness
-
-        def reach(
-            deltas: np.ndarray, iterations: int, max_step: float = MAX_STEP, rounds: int = LIMIT_ROUNDS
-        ) -> np.ndarray:
-            nonlocal stiffness
-            options = SolveOptions(iterations, max_step=max_step)
-            if ranges is None:
-                return solve_handles(skeleton, deltas, handles, stiffness=stiffness, options=options)
-            # Joints one solve found past their range stay stiff in the next.
-            solved, stiffness = solve_within_limits(
-                skeleton, deltas, handles, ranges, stiffness, rounds, options=options
-            )
-            return solved
-
+        reach = _reacher(posed.skeleton, handles, ranges, posed.stiffness)
         edit = reach(pose.deltas, EDIT_ITERATIONS)
 
         def guide(x0: torch.Tensor) -> torch.Tensor:
             guided = reach(self.decode(x0[0]), GUIDE_ITERATIONS, rounds=1)  # the edit's stiffness will do
             return torch.cat([self.encode(guided)[None], x0[1:]])
 
-        start = self.encode(pose.deltas)
-        edit_x = self.encode(edit)
-        rows = [edit_x, start] if relative else [edit_x]
-        denoised = self._denoise(posed, torch.stack(rows), strength, steps, seed, guide)
-        # Relative: what the prior does to the edit, less what it does to the pose the edit started
-        # from (the animator's own pose, plausible by their word): its reconstruction bias cancels.
-        if relative:
-            # Trusted where the prior itself moves the joint: on a joint it never turns (a pole
-            # target, a rigid trunk), a correction is the network's noise, not knowledge.
-            trust = torch.from_numpy(posed.mobility.astype(np.float32))[:, None]
-            x = edit_x + trust * (denoised[0] - denoised[1] + start - edit_x)
-            # Turns of a few degrees are the network's noise, not knowledge (off the drag they push
-            # joints a rig never moves past its range): every joint's correction loses that much.
-            corrected = shrink_turns(skeleton, edit, self.decode(x), CORRECTION_NOISE)
-        else:
-            corrected = self.decode(denoised[0])
+        corrected = self._corrected(posed, pose, edit, options, guide)
         result = reach(corrected, FINAL_ITERATIONS, FINAL_STEP)
-        reached_at = skeleton.positions(result)[[h.joint for h in handles]]
+        reached_at = posed.skeleton.positions(result)[[h.joint for h in handles]]
         error = np.linalg.norm(reached_at - np.array([h.target for h in handles]), axis=-1)
         reached = bool(error.max() <= REACH_TOLERANCE)
         message = (
@@ -347,6 +317,32 @@ class PosePrior:
             message,
             time.perf_counter() - started,
         )
+
+    def _corrected(
+        self,
+        posed: PosedRig,
+        pose: Pose,
+        edit: np.ndarray,
+        options: ProjectOptions,
+        guide: Callable[[torch.Tensor], torch.Tensor],
+    ) -> np.ndarray:
+        """The edit (J,3,3) after the prior's correction: SDEdit at `options.strength` with `guide`
+        pulling every prediction but the last onto the handles."""
+        start = self.encode(pose.deltas)
+        edit_x = self.encode(edit)
+        rows = torch.stack([edit_x, start] if options.relative else [edit_x])
+        denoised = self._denoise(posed, rows, options.strength, options.steps, options.seed, guide)
+        # Relative: what the prior does to the edit, less what it does to the pose the edit started
+        # from (the animator's own pose, plausible by their word): its reconstruction bias cancels.
+        if not options.relative:
+            return self.decode(denoised[0])
+        # Trusted where the prior itself moves the joint: on a joint it never turns (a pole
+        # target, a rigid trunk), a correction is the network's noise, not knowledge.
+        trust = torch.from_numpy(posed.mobility.astype(np.float32))[:, None]
+        x = edit_x + trust * (denoised[0] - denoised[1] + start - edit_x)
+        # Turns of a few degrees are the network's noise, not knowledge (off the drag they push
+        # joints a rig never moves past its range): every joint's correction loses that much.
+        return shrink_turns(posed.skeleton, edit, self.decode(x), CORRECTION_NOISE)
 
     def learn_rig(self, posed: PosedRig) -> PosedRig:
         """What the prior says of this rig, from its own samples (cached on `posed`):
@@ -393,11 +389,9 @@ class PosePrior:
         return self.diffusion.sample_ddim(
             self._runner(posed),
             tuple(init.shape),
-            steps=steps,
+            DDIMOptions(steps, strength=strength, hook=hook),
             noise=noise,
             init=init,
-            strength=strength,
-            hook=hook,
         )
 
     def walk(
@@ -459,6 +453,48 @@ class PosePrior:
                 root = (1 - share) * a.root + share * b.root
                 out.append(Pose(deltas[k], root, float((1 - share) * a.yaw + share * b.yaw)))
         return out
+
+
+def _handles(
+    posed: PosedRig, pose: Pose, targets: dict[int, np.ndarray], pins: list[int] | tuple[int, ...]
+) -> list[Handle]:
+    """The IK handles of a projection: the targets (canonical points) in the pose's heading frame,
+    then the pins where the pose has them (a pinned joint that is also a target is a target)."""
+    count = posed.joint_count
+    if not targets:
+        raise PoseSpaceError("Give at least one joint to move.")
+    for joint in list(targets) + list(pins):
+        if not 0 <= int(joint) < count:
+            raise PoseSpaceError(f"Joint {joint} is not in the rig ({count} joints).")
+    turn = yaw_matrix(np.array(pose.yaw))
+    positions = posed.skeleton.positions(pose.deltas)
+    handles = [
+        Handle(int(j), turn.T @ (np.asarray(p, np.float64) - pose.root)) for j, p in targets.items()
+    ]
+    handles += [Handle(int(j), positions[int(j)], PIN_WEIGHT) for j in pins if int(j) not in targets]
+    return handles
+
+
+def _reacher(
+    skeleton: Skeleton, handles: list[Handle], ranges: JointLimits | None, stiffness: np.ndarray | None
+) -> Callable[..., np.ndarray]:
+    """IK of deltas onto `handles` with the rig's `stiffness`, `reach(deltas, iterations, max_step,
+    rounds)`; with `ranges`, inside them, and joints one solve found past their range stay stiff in
+    the next."""
+
+    def reach(
+        deltas: np.ndarray, iterations: int, max_step: float = MAX_STEP, rounds: int = LIMIT_ROUNDS
+    ) -> np.ndarray:
+        nonlocal stiffness
+        options = SolveOptions(iterations, max_step=max_step)
+        if ranges is None:
+            return solve_handles(skeleton, deltas, handles, stiffness=stiffness, options=options)
+        solved, stiffness = solve_within_limits(
+            skeleton, deltas, handles, ranges, stiffness, rounds, options=options
+        )
+        return solved
+
+    return reach
 
 
 def _slerp_deltas(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:

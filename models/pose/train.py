@@ -19,10 +19,10 @@ import torch
 from ...kirin_addon.core.rotations import matrix_to_6d
 from ...kirin_addon.pose.space import random_valid_poses
 from .. import geometry
-from ..config import PoseTrainConfig
 from ..data.cache import FeatureCache
 from ..diffusion import Diffusion
 from ..training import ema_copy, save_checkpoint, save_weights_card, weights_card
+from .config import PoseTrainConfig
 from .data import RigPoses, load_pose_bank, skeleton_of
 from .denoiser import POSE_INPUTS, PoseDenoiser
 

@@ -102,10 +102,9 @@ from ...kirin_addon.core.camera import PinholeCamera
 from ...kirin_addon.core.canonical import CanonicalFrame, canonical_rig, detect_canonical_frame
 from ...kirin_addon.core.motion import Motion, joint_positions, motion_from_world_deltas, world_deltas
 from ...kirin_addon.core.rig import Rig
-from ...kirin_addon.core.rotations import matrix_to_6d, matrix_to_quat, quat_to_matrix
+from ...kirin_addon.core.rotations import heading, matrix_to_6d, matrix_to_quat, quat_to_matrix, yaw_matrix
 from ...kirin_addon.core.skinning import SkinnedMesh
 from .. import geometry
-from ..representation import heading, yaw_matrix
 from .fit_body import Body, capsule_radii
 from .fit_config import VideoFitConfig, VideoFitError, VideoFitResult
 from .fit_evidence import FitEvidence, check_evidence

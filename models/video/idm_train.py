@@ -11,7 +11,7 @@ The video-prior paper's recipe on the user's own rig, in minutes on the CPU:
    skinning in the canonical frame and seen from a random camera around it (any azimuth, −5…45°
    elevation, 20…70° field of view, the subject anywhere from filling the view to a third of
    it); only the silhouette is drawn, straight into the square crop around its bounding box
-   (kirin_addon/video_synth.coverage, 2× supersampled), with the box jittered a little as a
+   (kirin_addon/core/raster.coverage, 2× supersampled), with the box jittered a little as a
    segmentation would;
 3. targets — every joint's world delta seen from the crop camera (C·D, 6D) and the root's place in
    the crop (u, v, log extent), exactly the quantities `IDM.to_motion` reads;
@@ -42,14 +42,13 @@ import torch
 import torch.nn.functional as F
 
 from ...kirin_addon.core.canonical import CanonicalFrame
+from ...kirin_addon.core.raster import coverage
 from ...kirin_addon.core.rig import Rig
-from ...kirin_addon.core.rotations import matrix_to_6d, rotvec_to_matrix
+from ...kirin_addon.core.rotations import matrix_to_6d, rotvec_to_matrix, yaw_matrix
 from ...kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning
 from ...kirin_addon.library.procedural import capsule_mesh
 from ...kirin_addon.pose.space import JointLimits, Skeleton, random_valid_poses
-from ...kirin_addon.video.synth import coverage
 from .. import geometry
-from ..representation import yaw_matrix
 from .idm import (
     CROP_MARGIN,
     IDM,

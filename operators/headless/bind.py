@@ -103,7 +103,7 @@ def run_bind(job: BindJob) -> dict:
     then Generate Motion with its prompt if given; save the .blend and return (and write) a report."""
     clock = headless.Stopwatch()
     module = headless.start_with_backend(job.backend)
-    binding = sys.modules[f"{module}.operators.binding"]
+    binding = sys.modules[f"{module}.operators.bind"]
     generate = sys.modules[f"{module}.operators.generate"]
     try:
         with clock.lap("load_mesh"):

@@ -19,7 +19,7 @@ def backend(tmp_path_factory):
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     torch = pytest.importorskip("torch")
-    from kirin.kirin_addon.backend.server.app import Backend
+    from kirin.kirin_addon.backend.server.app import Backend, ServeConfig
     from kirin.kirin_addon.backend.server.generate import GenerationService
     from kirin.models.motion.generator import DEFAULT_MODEL
 
@@ -27,7 +27,8 @@ def backend(tmp_path_factory):
         pytest.skip("no shipped motion model")
     torch.set_num_threads(1)
     token_file = tmp_path_factory.mktemp("backend") / "token"
-    running = Backend(GenerationService(device="cpu", threads=1), token_file=token_file).start_in_thread()
+    config = ServeConfig(token_file=token_file)
+    running = Backend(GenerationService(device="cpu", threads=1), config).start_in_thread()
     yield running
     running.stop()
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.backend.protocol import encode_array, surface_to_json
+from kirin.kirin_addon.backend.protocol import encode_array
+from kirin.kirin_addon.backend.protocol_bind import surface_to_json
 from kirin.kirin_addon.backend.results import BackendError
+from kirin.kirin_addon.bind.request import BIND_WEIGHTS, DEFAULT_BIND_WEIGHTS, BindRequest, TransferRequest
 from kirin.kirin_addon.core.skinning import linear_blend_skinning
 
 pytest.importorskip("scipy")
@@ -30,8 +32,9 @@ def test_transfer_weights_onto_a_moved_copy(client, creature):
     moved = (1 - slide) * mesh.vertices + slide * centre
     names = list(rig.names)
     targets = [("copy", moved, mesh.triangles), ("same", mesh.vertices, mesh.triangles)]
-    job = client.transfer_weights(mesh.vertices, mesh.triangles, names, mesh.joint_indices,
-                                  mesh.joint_weights, targets, method="robust", max_influences=4)
+    job = client.transfer_weights(TransferRequest(mesh.vertices, mesh.triangles, names, mesh.joint_indices,
+                                                  mesh.joint_weights, targets,
+                                                  {"method": "robust", "max_influences": 4}))
     result = job.wait(timeout=120)
     assert result.groups == names and list(result.targets) == ["copy", "same"]
     same = result.targets["same"]
@@ -51,16 +54,18 @@ def test_transfer_refuses_bad_requests_with_a_clear_4xx(client, creature):
     mesh = creature.mesh
     names = list(creature.rig.names)
     with pytest.raises(BackendError) as info:
-        client.transfer_weights(mesh.vertices, mesh.triangles, names, mesh.joint_indices,
-                                np.zeros_like(mesh.joint_weights), [("t", mesh.vertices, mesh.triangles)])
+        client.transfer_weights(TransferRequest(mesh.vertices, mesh.triangles, names, mesh.joint_indices,
+                                                np.zeros_like(mesh.joint_weights),
+                                                [("t", mesh.vertices, mesh.triangles)]))
     assert info.value.status == 422 and "no vertex weights" in info.value.message
     with pytest.raises(BackendError) as info:
-        client.transfer_weights(mesh.vertices, mesh.triangles, names[:3], mesh.joint_indices,
-                                mesh.joint_weights, [("t", mesh.vertices, mesh.triangles)])
+        client.transfer_weights(TransferRequest(mesh.vertices, mesh.triangles, names[:3], mesh.joint_indices,
+                                                mesh.joint_weights, [("t", mesh.vertices, mesh.triangles)]))
     assert info.value.status == 422 and "group index" in info.value.message
     with pytest.raises(BackendError) as info:
-        client.transfer_weights(mesh.vertices, mesh.triangles, names, mesh.joint_indices, mesh.joint_weights,
-                                [("t", mesh.vertices, mesh.triangles + 10**6)])
+        client.transfer_weights(TransferRequest(mesh.vertices, mesh.triangles, names, mesh.joint_indices,
+                                                mesh.joint_weights,
+                                                [("t", mesh.vertices, mesh.triangles + 10**6)]))
     assert info.value.status == 422 and "vertex index" in info.value.message
     body = {"mesh": surface_to_json(mesh.vertices, mesh.triangles), "family": "unicorn"}
     with pytest.raises(BackendError) as info:
@@ -78,7 +83,8 @@ def test_auto_bind_fits_a_rig_and_skins_the_mesh(client):
 
     creature = build_creature("quadruped", 12)
     mesh = creature.mesh
-    job = client.auto_bind(mesh.vertices, mesh.triangles, "quadruped", method="robust")
+    request = BindRequest(mesh.vertices, mesh.triangles, "quadruped", options={"method": "robust"})
+    job = client.auto_bind(request)
     result = job.wait(timeout=300)
     assert result.family == "quadruped" and result.quality in ("good", "fair")
     rig = result.rig
@@ -99,8 +105,8 @@ def test_bind_weights_option_transfer_heat_and_blend(client, creature, monkeypat
     """The `weights` option of Auto-Bind, with the creature as its own "fitted template" (no fit)."""
     from types import SimpleNamespace
 
-    from kirin.kirin_addon.backend import protocol
-    from kirin.kirin_addon.backend.protocol import ProtocolError, bind_request
+    from kirin.kirin_addon.backend.protocol import ProtocolError
+    from kirin.kirin_addon.backend.protocol_bind import bind_to_json
     from kirin.kirin_addon.backend.server.bind import BindingService
     from kirin.models.bind import template_fit
 
@@ -109,18 +115,18 @@ def test_bind_weights_option_transfer_heat_and_blend(client, creature, monkeypat
                           template_triangles=mesh.triangles, template_weights=dense(mesh, rig.joint_count),
                           quality="good", chamfer={"mean": 0.0}, scores={})
     monkeypatch.setattr(template_fit, "fit_template", lambda *args, **kwargs: fit)
-    body = bind_request(mesh.vertices, mesh.triangles, family="quadruped")
+    body = bind_to_json(BindRequest(mesh.vertices, mesh.triangles, family="quadruped"))
     assert "weights" not in body
-    assert BindingService().check_bind(body).weights == protocol.DEFAULT_BIND_WEIGHTS == "blend"
+    assert BindingService().check_bind(body).request.weights == DEFAULT_BIND_WEIGHTS == "blend"
     with pytest.raises(ProtocolError):
-        bind_request(mesh.vertices, mesh.triangles, weights="paint")
+        bind_to_json(BindRequest(mesh.vertices, mesh.triangles, weights="paint"))
     with pytest.raises(BackendError) as info:
         client.request("POST", "/jobs/bind", {**body, "weights": "paint"})
     assert info.value.status == 422
     methods = {}
-    for option in (*protocol.BIND_WEIGHTS, None):
-        result = client.auto_bind(mesh.vertices, mesh.triangles, "quadruped", weights=option,
-                                  method="robust").wait(timeout=120)
+    for option in (*BIND_WEIGHTS, None):
+        request = BindRequest(mesh.vertices, mesh.triangles, "quadruped", option, {"method": "robust"})
+        result = client.auto_bind(request).wait(timeout=120)
         methods[option] = result.method
         weights = result.weights
         assert weights.joint_indices.shape == (mesh.vertex_count, 4)

@@ -9,13 +9,16 @@ import time
 
 import numpy as np
 import pytest
+from mutation_support import json_paths, replaced
 from video_support import FPS, SIZE, synthetic_files
 
-from kirin.kirin_addon.backend.protocol import ProtocolError, extract_request, motion_to_json
+from kirin.kirin_addon.backend.protocol import ProtocolError, motion_to_json
+from kirin.kirin_addon.backend.protocol_video import extract_to_json
 from kirin.kirin_addon.backend.results import BackendError, JobCancelledError, decode_extract
 from kirin.kirin_addon.backend.server.video import resample_positions
 from kirin.kirin_addon.core.motion import Motion
 from kirin.kirin_addon.video.mediapipe_pose import find_mediapipe_python
+from kirin.kirin_addon.video.request import ExtractRequest
 from kirin.kirin_addon.video.video_io import scene_frame_map
 
 from assets_support import asset_files
@@ -61,8 +64,8 @@ def test_extract_fits_the_rig_to_the_video_at_the_scene_rate(client, files):
 
     creature = build_creature("quadruped", 3)  # the one drawn in the video
     rig = creature.rig
-    job = client.extract_motion(rig, files["video"], mesh=creature.mesh, keypoints=files["keypoints"],
-                                fps=30.0, epochs=1)
+    job = client.extract_motion(rig, ExtractRequest(files["video"], keypoints=files["keypoints"], fps=30.0,
+                                                    epochs=1), creature.mesh)
     result = job.wait(timeout=600)
     # 12 frames at 24 fps span 11/24 s: 14 frames at 30 fps.
     assert result.motion.frame_count == len(scene_frame_map(FPS, 30.0, 12)) == 14
@@ -94,8 +97,8 @@ def test_frame_range_stride_tracks_and_masks_reach_the_fit(client, files, fake_f
         image[20:40, 4 * t:4 * t + 30] = 255
         write_png(masks / f"mask_{t:04d}.png", image)
     # Video frames 2, 4, 6, 8 (stop 10 excluded... and 9 is odd): a 12 fps clip, then 24 fps.
-    job = client.extract_motion(rig, files["video"], start=2, stop=10, stride=2, tracks={bone: track},
-                                silhouettes=str(masks), fps=24.0)
+    job = client.extract_motion(rig, ExtractRequest(files["video"], start=2, stop=10, stride=2,
+                                                    tracks={bone: track}, silhouettes=str(masks), fps=24.0))
     result = job.wait(timeout=120)
     evidence = fake_fit["evidence"]
     assert evidence.frame_count == 4 and evidence.fps == FPS / 2 and evidence.image_size == SIZE
@@ -132,17 +135,17 @@ def test_the_inverse_dynamics_start_is_used_or_said_to_be_unavailable(client, fi
         return FakeIDM()
 
     monkeypatch.setattr(ExtractService, "_idm_api", staticmethod(lambda: load))
-    job = client.extract_motion(rig, files["video"], mesh=creature.mesh, stride=3, idm=True)
+    job = client.extract_motion(rig, ExtractRequest(files["video"], stride=3, idm=True), creature.mesh)
     result = job.wait(timeout=120)
     assert calls == [(4, SIZE, FPS / 3)] and fake_fit["init"].frame_count == 4
     assert result.report["idm"]["used"] is True and result.report["idm"]["model"] == "abc"
     # Keypoints only: the model reads silhouettes.
-    result = client.extract_motion(rig, files["video"], keypoints=files["keypoints"], silhouettes="none",
-                                   idm=True).wait(timeout=120)
+    request = ExtractRequest(files["video"], keypoints=files["keypoints"], silhouettes="none", idm=True)
+    result = client.extract_motion(rig, request).wait(timeout=120)
     assert result.report["idm"].startswith("not available without silhouettes") and fake_fit["init"] is None
     # A backend without the model says so; the fit starts from rest.
     monkeypatch.setattr(ExtractService, "_idm_api", staticmethod(lambda: None))
-    result = client.extract_motion(rig, files["video"], idm=True).wait(timeout=120)
+    result = client.extract_motion(rig, ExtractRequest(files["video"], idm=True)).wait(timeout=120)
     assert result.report["idm"].startswith("not available") and fake_fit["init"] is None
 
 
@@ -151,7 +154,8 @@ def test_a_running_extraction_cancels(client, files, fake_fit):
 
     fake_fit["delay"] = 1.0
     rig = build_creature("quadruped", 3).rig
-    job = client.extract_motion(rig, files["video"], keypoints=files["keypoints"], silhouettes="none")
+    job = client.extract_motion(rig, ExtractRequest(files["video"], keypoints=files["keypoints"],
+                                                    silhouettes="none"))
     deadline = time.monotonic() + 60
     while job.poll_once(wait=0.2).state != "running" or job.status.progress < 0.2:
         assert not job.finished and time.monotonic() < deadline
@@ -165,7 +169,7 @@ def test_a_video_with_no_moving_subject_fails_the_job_clearly(client, files):
     from kirin.kirin_addon.library.families.build import build_creature
 
     rig = build_creature("quadruped", 3).rig
-    job = client.extract_motion(rig, files["still"])
+    job = client.extract_motion(rig, ExtractRequest(files["still"]))
     with pytest.raises(BackendError) as info:
         job.wait(timeout=120)
     assert info.value.status == 422 and "no moving subject" in info.value.message
@@ -181,7 +185,8 @@ def test_mediapipe_keypoints_reach_the_fit(client, fake_fit, tmp_path):
 
     rig, video = cesiumman_from_behind(16)
     path = write_video(tmp_path / "cesium.mp4", video.frames, 30.0)
-    result = client.extract_motion(rig, path, silhouettes="none", mediapipe=True).wait(timeout=300)
+    request = ExtractRequest(path, silhouettes="none", mediapipe=True)
+    result = client.extract_motion(rig, request).wait(timeout=300)
     evidence = fake_fit["evidence"]
     found = evidence.confidence > 0
     bones = result.report["evidence"]["mediapipe"]["bones"]
@@ -194,7 +199,8 @@ def test_mediapipe_keypoints_reach_the_fit(client, fake_fit, tmp_path):
     bone = bones["hand.L"]
     table = tmp_path / "hand.csv"
     table.write_text("frame,joint,x,y,confidence\n" + "".join(f"{t},{bone},1,2,0.9\n" for t in range(16)))
-    client.extract_motion(rig, path, silhouettes="none", mediapipe=True, keypoints=table).wait(timeout=300)
+    request = ExtractRequest(path, keypoints=table, silhouettes="none", mediapipe=True)
+    client.extract_motion(rig, request).wait(timeout=300)
     merged = fake_fit["evidence"]
     assert np.allclose(merged.points[:, rig.index(bone)], [1, 2]) and np.allclose(
         merged.confidence[:, rig.index(bone)], 0.9)
@@ -207,11 +213,11 @@ def test_mediapipe_is_refused_for_a_quadruped_or_without_its_environment(client,
     before = job_count(client)
     monkeypatch.setenv("KIRIN_MEDIAPIPE_PYTHON", sys.executable)  # any Python: the rig is checked next
     with pytest.raises(BackendError) as info:
-        client.extract_motion(rig, files["video"], silhouettes="none", mediapipe=True)
+        client.extract_motion(rig, ExtractRequest(files["video"], silhouettes="none", mediapipe=True))
     assert info.value.status == 422 and "humanoid" in info.value.message
     monkeypatch.setenv("KIRIN_MEDIAPIPE_PYTHON", "/nowhere/python")
     with pytest.raises(BackendError) as info:
-        client.extract_motion(rig, files["video"], mediapipe=True)
+        client.extract_motion(rig, ExtractRequest(files["video"], mediapipe=True))
     assert info.value.status == 422 and "setup_env.sh" in info.value.message
     assert job_count(client) == before
 
@@ -235,7 +241,7 @@ def test_bad_requests_get_a_clear_4xx_and_no_job(client, files, tmp_path, change
     from kirin.kirin_addon.library.families.build import build_creature
 
     rig = build_creature("quadruped", 3).rig
-    body = extract_request(rig, files["video"], keypoints_path=files["keypoints"])
+    body = extract_to_json(rig, ExtractRequest(files["video"], keypoints=files["keypoints"]))
     if change.get("video_path") == "BROKEN":
         change = {"video_path": files["broken"]}
     if change.get("video_path") == "EMPTY":
@@ -246,7 +252,7 @@ def test_bad_requests_get_a_clear_4xx_and_no_job(client, files, tmp_path, change
         bad.write_text("frame,joint,x,y,confidence\n0,wing,1,2,1\n")
         change = {"keypoints_path": str(bad)}
     if change.get("tracks") == "UNKNOWN":
-        change = extract_request(rig, files["video"], tracks={"wing": np.zeros((12, 2))})
+        change = extract_to_json(rig, ExtractRequest(files["video"], tracks={"wing": np.zeros((12, 2))}))
     body.update(change)
     body = {k: v for k, v in body.items() if v is not None}
     before = job_count(client)
@@ -261,7 +267,7 @@ def test_request_and_result_are_checked_on_the_client(files):
 
     rig = build_creature("quadruped", 3).rig
     with pytest.raises(ProtocolError, match="pixel positions"):
-        extract_request(rig, files["video"], tracks={rig.names[0]: np.zeros((12, 3))})
+        extract_to_json(rig, ExtractRequest(files["video"], tracks={rig.names[0]: np.zeros((12, 3))}))
     motion = Motion.rest(rig, 5, 30.0)
     payload = {"motion": motion_to_json(motion), "frames": 5, "report": {}}
     assert decode_extract(payload, rig.joint_count, 30.0).motion.frame_count == 5
@@ -297,29 +303,13 @@ def test_mutated_extract_requests_are_refused_or_accepted_never_crash(files):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from kirin.kirin_addon.backend.server.app import ExtractIn
+    from kirin.kirin_addon.backend.server.routes_video import ExtractIn
     from kirin.kirin_addon.backend.server.video import ExtractService
     from kirin.kirin_addon.library.families.build import build_creature
 
     rig = build_creature("quadruped", 3).rig
-    valid = extract_request(rig, files["video"], keypoints_path=files["keypoints"],
-                            tracks={rig.names[0]: np.zeros((12, 2))}, fps=30.0, epochs=2)
-
-    def paths(value, prefix=()):
-        yield prefix
-        if isinstance(value, dict):
-            for key, item in value.items():
-                yield from paths(item, prefix + (key,))
-        elif isinstance(value, list) and len(value) <= 8:
-            for i, item in enumerate(value):
-                yield from paths(item, prefix + (i,))
-
-    def replaced(value, path, new):
-        if not path:
-            return new
-        copy = dict(value) if isinstance(value, dict) else list(value)
-        copy[path[0]] = replaced(value[path[0]], path[1:], new)
-        return copy
+    valid = extract_to_json(rig, ExtractRequest(files["video"], keypoints=files["keypoints"],
+                                                tracks={rig.names[0]: np.zeros((12, 2))}, fps=30.0, epochs=2))
 
     scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
                | st.text(max_size=12) | st.sampled_from([files["still"], files["broken"], "/", "~", "none"]))
@@ -329,7 +319,7 @@ def test_mutated_extract_requests_are_refused_or_accepted_never_crash(files):
 
     @settings(max_examples=200, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
-    @given(where=st.sampled_from([p for p in paths(valid) if p]), value=values)
+    @given(where=st.sampled_from([p for p in json_paths(valid) if p]), value=values)
     def check(where, value):
         try:  # as the route does: the schema first (pydantic's errors are ValueErrors: 422), then the check
             body = ExtractIn.model_validate(replaced(valid, where, value)).model_dump(exclude_none=True)

@@ -20,9 +20,10 @@ pytest.importorskip("fastapi")
 from hypothesis import HealthCheck, given, settings  # noqa: E402 - schemathesis brings hypothesis
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
+from mutation_support import json_paths, replaced  # noqa: E402
 
 from kirin.kirin_addon.backend.protocol import generate_to_json  # noqa: E402
-from kirin.kirin_addon.backend.server.app import Backend  # noqa: E402
+from kirin.kirin_addon.backend.server.app import Backend, ServeConfig  # noqa: E402
 from kirin.kirin_addon.backend.server.generate import GenerationService  # noqa: E402
 from kirin.kirin_addon.generate.request import GenerateRequest  # noqa: E402
 
@@ -45,7 +46,8 @@ class StubService(GenerationService):
 
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory):
-    backend = Backend(StubService(bank="none"), token_file=tmp_path_factory.mktemp("fuzz") / "token")
+    config = ServeConfig(token_file=tmp_path_factory.mktemp("fuzz") / "token")
+    backend = Backend(StubService(bank="none"), config)
     backend.start_in_thread()
     yield backend
     backend.stop()
@@ -108,24 +110,6 @@ JSON_VALUES = st.recursive(
 )
 
 
-def _paths(value, prefix=()):
-    yield prefix
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, prefix + (key,))
-    elif isinstance(value, list) and len(value) <= 8:
-        for i, item in enumerate(value):
-            yield from _paths(item, prefix + (i,))
-
-
-def _replaced(value, path, new):
-    if not path:
-        return new
-    copy = dict(value) if isinstance(value, dict) else list(value)
-    copy[path[0]] = _replaced(value[path[0]], path[1:], new)
-    return copy
-
-
 @pytest.mark.slow
 def test_mutated_valid_requests_never_get_a_server_error(fuzzed):
     from kirin.kirin_addon.core.rig import RigBuilder
@@ -135,7 +119,7 @@ def test_mutated_valid_requests_never_get_a_server_error(fuzzed):
     builder.add("leg.L", "hips", (0.2, 0, 1), (0.2, 0, 0.1))
     builder.add("leg.R", "hips", (-0.2, 0, 1), (-0.2, 0, 0.1))
     valid = generate_to_json(builder.build(), GenerateRequest("a walk", frames=8))
-    paths = [p for p in _paths(valid) if p]
+    paths = [p for p in json_paths(valid) if p]
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     headers = {"Authorization": f"Bearer {fuzzed.token}", "Content-Type": "application/json"}
     statuses = []
@@ -144,7 +128,7 @@ def test_mutated_valid_requests_never_get_a_server_error(fuzzed):
               suppress_health_check=list(HealthCheck))
     @given(where=st.sampled_from(paths), value=JSON_VALUES)
     def check(where, value) -> None:
-        body = json.dumps(_replaced(valid, where, value)).encode()
+        body = json.dumps(replaced(valid, where, value)).encode()
         request = urllib.request.Request(f"{fuzzed.url}/v1/jobs/generate", body, headers, method="POST")
         try:
             with opener.open(request, timeout=30) as response:
@@ -167,7 +151,7 @@ def test_mutated_valid_requests_never_get_a_server_error(fuzzed):
         array = _get(valid, where)
         size = len(base64.b64decode(array["data"]))
         raw = data.draw(st.binary(min_size=size, max_size=size))
-        body = _replaced(valid, where, {**array, "data": base64.b64encode(raw).decode()})
+        body = replaced(valid, where, {**array, "data": base64.b64encode(raw).decode()})
         request = urllib.request.Request(f"{fuzzed.url}/v1/jobs/generate", json.dumps(body).encode(), headers,
                                          method="POST")
         try:

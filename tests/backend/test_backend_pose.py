@@ -8,12 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.backend.protocol import UNKNOWN_MESH_KEY_STATUS, pose_project_request
+from kirin.kirin_addon.backend.protocol_pose import UNKNOWN_MESH_KEY_STATUS, pose_project_to_json
 from kirin.kirin_addon.backend.results import BackendError, PoseResult
 from kirin.kirin_addon.core.canonical import detect_canonical_frame
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.core.rotations import quat_identity
 from kirin.kirin_addon.eval.metrics import bone_length_error
+from kirin.kirin_addon.pose.request import PoseProjectRequest, PoseSampleRequest, PoseWalkRequest
 from kirin.kirin_addon.pose.space import JointLimits
 
 PAW, PIN, HEAD = "mixamorig:LeftHandToe", "mixamorig:RightToeBase", "mixamorig:Head"
@@ -46,13 +47,14 @@ def rotation_angles(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.degrees(2 * np.arccos(np.clip(dot, 0.0, 1.0)))
 
 
-def drag_paw(client, creature, frame, **kwargs) -> tuple[PoseResult, np.ndarray, Motion]:
+def drag_paw(client, creature, frame, ranges=None, **kwargs) -> tuple[PoseResult, np.ndarray, Motion]:
     rig = creature.rig
     rest = Motion.rest(rig)
     before = joint_positions(rig, rest)[0]
     paw, pin = rig.names.index(PAW), rig.names.index(PIN)
     target = before[paw] + canonical_offset(frame, (0.0, -0.08, 0.06))  # forward and up
-    return client.project_pose(rig, rest, {paw: target}, pins=[pin], **kwargs), target, rest
+    request = PoseProjectRequest(rest, {paw: target}, pins=[pin], ranges=ranges)
+    return client.project_pose(rig, request, **kwargs), target, rest
 
 
 # ----------------------------------------------------------------------------- project
@@ -89,10 +91,10 @@ def test_a_drag_keeps_to_the_ranges_it_is_given(pose_client, creature, frame):
 def test_samples_keep_to_the_ranges_they_are_given(pose_client, creature):
     rig = creature.rig
     rest = Motion.rest(rig)
-    free = pose_client.sample_poses(rig, rest, count=4, seed=3).motion
+    free = pose_client.sample_poses(rig, PoseSampleRequest(rest, count=4, seed=3)).motion
     tight = JointLimits(np.full(rig.joint_count, 0.2), np.full(rig.joint_count, 0.1))
     assert (JointLimits.from_motion(rig, free, margin=0.0).swing > 0.2 + 1e-3).any()
-    kept = pose_client.sample_poses(rig, rest, count=4, seed=3, ranges=tight).motion
+    kept = pose_client.sample_poses(rig, PoseSampleRequest(rest, count=4, seed=3, ranges=tight)).motion
     measured = JointLimits.from_motion(rig, kept, margin=0.0)
     assert (measured.swing <= 0.2 + 1e-5).all() and (measured.twist <= 0.1 + 1e-5).all()
 
@@ -105,7 +107,7 @@ def test_an_absurd_target_is_not_reached_and_says_so(pose_client, creature, fram
     lowest = float((positions @ up).min())
     head = rig.names.index(HEAD)
     target = positions[head] + (lowest - positions[head] @ up - 0.5 * body(frame)) * up
-    result = pose_client.project_pose(rig, rest, {head: target})
+    result = pose_client.project_pose(rig, PoseProjectRequest(rest, {head: target}))
     assert not result.reached and result.message
     assert result.handle_error.shape == (1,) and result.handle_error[0] > 0.02
     assert np.isfinite(result.motion.rotations).all() and np.isfinite(result.motion.root_positions).all()
@@ -116,7 +118,7 @@ def test_an_absurd_target_is_not_reached_and_says_so(pose_client, creature, fram
 def test_sample_gives_distinct_plausible_poses(pose_client, creature):
     rig = creature.rig
     rest = Motion.rest(rig)
-    result = pose_client.sample_poses(rig, rest, count=5, seed=3)
+    result = pose_client.sample_poses(rig, PoseSampleRequest(rest, count=5, seed=3))
     motion = result.motion
     assert motion.frame_count == 5 and motion.joint_count == rig.joint_count
     assert result.handle_error is None and result.reached
@@ -125,33 +127,33 @@ def test_sample_gives_distinct_plausible_poses(pose_client, creature):
     for i in range(5):
         for j in range(i):
             assert rotation_angles(motion.rotations[i], motion.rotations[j]).max() > 1.0
-    again = pose_client.sample_poses(rig, rest, count=5, seed=3)
+    again = pose_client.sample_poses(rig, PoseSampleRequest(rest, count=5, seed=3))
     assert np.allclose(again.motion.rotations, motion.rotations, atol=1e-6)  # seeded
 
 
 def test_walk_passes_through_the_keys(pose_client, creature, frame):
     rig = creature.rig
     dragged, _, rest = drag_paw(pose_client, creature, frame)
-    sampled = pose_client.sample_poses(rig, rest, count=1, seed=7).motion
+    sampled = pose_client.sample_poses(rig, PoseSampleRequest(rest, count=1, seed=7)).motion
     keys = Motion(
         30.0,
         np.concatenate([rest.root_positions, dragged.motion.root_positions, sampled.root_positions]),
         np.concatenate([rest.rotations, dragged.motion.rotations, sampled.rotations]),
     )
-    result = pose_client.walk_poses(rig, keys, [4, 3])
+    result = pose_client.walk_poses(rig, PoseWalkRequest(keys, [4, 3]))
     motion = result.motion
     assert motion.frame_count == 4 + 3 + 1 and motion.joint_count == rig.joint_count
     assert np.isfinite(motion.rotations).all()
     for key, at in enumerate((0, 4, 7)):
         assert rotation_angles(motion.rotations[at], keys.rotations[key]).max() < 1.0
     assert bone_length_error(rig, motion).max_error < 1e-5
-    latent = pose_client.walk_poses(rig, keys, [4, 3], method="latent").motion
+    latent = pose_client.walk_poses(rig, PoseWalkRequest(keys, [4, 3], method="latent")).motion
     assert latent.frame_count == 8
     for key, at in enumerate((0, 4, 7)):
         assert rotation_angles(latent.rotations[at], keys.rotations[key]).max() < 1.0
     # Keeping to the keys' own ranges: every in-between inside them, the keys as they were.
     ranges = JointLimits.from_motion(rig, keys, margin=0.0)
-    kept = pose_client.walk_poses(rig, keys, [4, 3], ranges=ranges).motion
+    kept = pose_client.walk_poses(rig, PoseWalkRequest(keys, [4, 3], ranges=ranges)).motion
     for key, at in enumerate((0, 4, 7)):
         assert rotation_angles(kept.rotations[at], keys.rotations[key]).max() < 1.0
     inside = JointLimits.from_motion(rig, kept, margin=0.0)
@@ -166,8 +168,8 @@ def test_project_pose_not_relative_reposes_more(pose_client, creature):
     feet = rig.foot_candidates()
     heads = joint_positions(rig, rest)[0]
     targets = {int(feet[0]): heads[int(feet[0])] + np.array([0.0, -0.05, 0.05]) * rig.body_size}
-    relative = pose_client.project_pose(rig, rest, targets).motion
-    absolute = pose_client.project_pose(rig, rest, targets, relative=False).motion
+    relative = pose_client.project_pose(rig, PoseProjectRequest(rest, targets)).motion
+    absolute = pose_client.project_pose(rig, PoseProjectRequest(rest, targets, relative=False)).motion
     moved_relative = rotation_angles(relative.rotations[0], rest.rotations[0]).mean()
     moved_absolute = rotation_angles(absolute.rotations[0], rest.rotations[0]).mean()
     assert moved_relative < moved_absolute
@@ -215,32 +217,42 @@ def test_bad_pose_requests_are_refused_naming_the_field(pose_client, creature):
     paw = rig.names.index(PAW)
     point = joint_positions(rig, rest)[0][paw]
     J = rig.joint_count
-    refused(lambda: pose_client.project_pose(rig, rest, {J + 5: point}), "targets.joints")
-    refused(lambda: pose_client.project_pose(rig, rest, {paw: point}, pins=[-1]), "pins")
-    refused(lambda: pose_client.project_pose(rig, rest, {paw: [np.nan, 0.0, 0.0]}), "targets.points")
-    refused(lambda: pose_client.project_pose(rig, rest, {}), "targets.joints")
-    refused(lambda: pose_client.project_pose(rig, rest, {paw: point}, strength=0.0), "strength")
+
+    def project(request):
+        return pose_client.project_pose(rig, request)
+
+    def sample(request):
+        return pose_client.sample_poses(rig, request)
+
+    def walk(request):
+        return pose_client.walk_poses(rig, request)
+
+    refused(lambda: project(PoseProjectRequest(rest, {J + 5: point})), "targets.joints")
+    refused(lambda: project(PoseProjectRequest(rest, {paw: point}, pins=[-1])), "pins")
+    refused(lambda: project(PoseProjectRequest(rest, {paw: [np.nan, 0.0, 0.0]})), "targets.points")
+    refused(lambda: project(PoseProjectRequest(rest, {})), "targets.joints")
+    refused(lambda: project(PoseProjectRequest(rest, {paw: point}, strength=0.0)), "strength")
     wrong = JointLimits(np.ones(J - 1), np.ones(J - 1))
-    refused(lambda: pose_client.project_pose(rig, rest, {paw: point}, ranges=wrong), "ranges.swing")
+    refused(lambda: project(PoseProjectRequest(rest, {paw: point}, ranges=wrong)), "ranges.swing")
     negative = JointLimits(np.ones(J), -np.ones(J))
-    refused(lambda: pose_client.project_pose(rig, rest, {paw: point}, ranges=negative), "ranges.twist")
+    refused(lambda: project(PoseProjectRequest(rest, {paw: point}, ranges=negative)), "ranges.twist")
     short = Motion(30.0, rest.root_positions, quat_identity((1, J - 1)))
-    refused(lambda: pose_client.project_pose(rig, short, {paw: point}), "pose.rotations")
-    refused(lambda: pose_client.project_pose(rig, Motion.rest(rig, 2), {paw: point}), "pose")
-    refused(lambda: pose_client.sample_poses(rig, rest, count=0), "count")
-    refused(lambda: pose_client.sample_poses(rig, rest, count=65), "count")
-    refused(lambda: pose_client.sample_poses(rig, short, count=2), "pose.rotations")
-    refused(lambda: pose_client.walk_poses(rig, rest, []), "keys")
-    refused(lambda: pose_client.walk_poses(rig, Motion.rest(rig, 2), [3, 3]), "frames")
-    refused(lambda: pose_client.walk_poses(rig, Motion.rest(rig, 2), [0]), "frames")
-    refused(lambda: pose_client.walk_poses(rig, Motion.rest(rig, 2), [5000]), "frames")
-    refused(lambda: pose_client.walk_poses(rig, Motion.rest(rig, 2), [3], ranges=wrong), "ranges.swing")
-    body = pose_project_request(rig, rest, {paw: point})
+    refused(lambda: project(PoseProjectRequest(short, {paw: point})), "pose.rotations")
+    refused(lambda: project(PoseProjectRequest(Motion.rest(rig, 2), {paw: point})), "pose")
+    refused(lambda: sample(PoseSampleRequest(rest, count=0)), "count")
+    refused(lambda: sample(PoseSampleRequest(rest, count=65)), "count")
+    refused(lambda: sample(PoseSampleRequest(short, count=2)), "pose.rotations")
+    refused(lambda: walk(PoseWalkRequest(rest, [])), "keys")
+    refused(lambda: walk(PoseWalkRequest(Motion.rest(rig, 2), [3, 3])), "frames")
+    refused(lambda: walk(PoseWalkRequest(Motion.rest(rig, 2), [0])), "frames")
+    refused(lambda: walk(PoseWalkRequest(Motion.rest(rig, 2), [5000])), "frames")
+    refused(lambda: walk(PoseWalkRequest(Motion.rest(rig, 2), [3], ranges=wrong)), "ranges.swing")
+    body = pose_project_to_json(rig, PoseProjectRequest(rest, {paw: point}))
     refused(lambda: pose_client.request("POST", "/pose/project", {**body, "bogus": 1}), "bogus")
     refused(lambda: pose_client.request("POST", "/pose/project", {**body, "mesh_key": 7}), "mesh_key")
     # Still serving.
     assert pose_client.health()["status"] == "ok"
-    assert pose_client.project_pose(rig, rest, {paw: point}).motion.frame_count == 1
+    assert project(PoseProjectRequest(rest, {paw: point})).motion.frame_count == 1
 
 
 def test_a_missing_pose_prior_is_a_clear_503(tmp_path):

@@ -149,7 +149,9 @@ def _imports(path: Path) -> set[str]:
 def test_client_side_uses_only_the_standard_library_and_numpy():
     # Blender bundles numpy and nothing else that the backend uses.
     allowed = set(sys.stdlib_module_names) | {"numpy"}
-    for name in ("client.py", "process.py", "results.py", "protocol.py", "__init__.py"):
+    client_side = ("client.py", "process.py", "results.py", "protocol.py", "protocol_bind.py",
+                   "protocol_pose.py", "protocol_video.py", "__init__.py")
+    for name in client_side:
         assert _imports(BACKEND / name) <= allowed, name
     code = ("import sys, kirin.kirin_addon.backend.client, kirin.kirin_addon.backend.process\n"
             "bad = {'torch', 'fastapi', 'uvicorn', 'pydantic', 'scipy', 'onnxruntime'} & set(sys.modules)\n"

@@ -102,9 +102,9 @@ def test_movie_clip_tracks_are_read_in_pixels_and_assigned_by_name(creature, fil
     request = kirin.read_request(bpy.context, kirin.VideoSettings(
         video="", first=1, last=0, stride=1, keypoints="", silhouettes="NONE", masks="", clip=clip.name,
         epochs=1, idm=False))
-    assert request.video == os.path.abspath(files["video"])  # the clip's own file
-    assert list(request.tracks) == [bone]
-    assert np.allclose(request.tracks[bone], expected, atol=1e-3, equal_nan=True)
+    assert request.extraction.video == os.path.abspath(files["video"])  # the clip's own file
+    assert list(request.extraction.tracks) == [bone]
+    assert np.allclose(request.extraction.tracks[bone], expected, atol=1e-3, equal_nan=True)
 
 
 # ----------------------------------------------------------------------------- end to end

@@ -12,7 +12,6 @@ from cache_support import small_cache
 
 from kirin.kirin_addon.eval.distributions import gaussian_frechet_distance, r_precision, r_precision_pool
 from kirin.kirin_addon.library.build import BuildConfig
-from kirin.models.config import DenoiserConfig, TrainConfig
 from kirin.models.data.cache import FeatureCache
 from kirin.models.eval.evaluate import (
     KEYS,
@@ -30,6 +29,7 @@ from kirin.models.eval.evaluator import (
     ground_truth_r_precision,
     train_evaluator,
 )
+from kirin.models.motion.config import DenoiserConfig, TrainConfig
 from kirin.models.motion.train import train
 
 TINY_EVALUATOR = EvaluatorConfig(joint_width=16, width=32, text_hidden=64, embedding=32, dilations=(1, 2))

@@ -13,8 +13,8 @@ from kirin.kirin_addon.core.motion import joint_positions
 from kirin.kirin_addon.generate.request import GenerateRequest
 from kirin.kirin_addon.library.build import BuildConfig
 from kirin.kirin_addon.library.families.build import build_creature
-from kirin.models.config import DenoiserConfig, TrainConfig
 from kirin.models.data.cache import FeatureCache
+from kirin.models.motion.config import DenoiserConfig, TrainConfig
 from kirin.models.motion.denoiser import Denoiser
 from kirin.models.motion.export import example_inputs, export_onnx
 from kirin.models.motion.generator import GenerationError, MotionModel, SamplingOptions
@@ -428,7 +428,7 @@ def test_retime_plays_one_shots_to_length_and_keeps_loops():
 
 
 def test_ddim_from_a_clean_start_keeps_it_and_shortens_the_schedule():
-    from kirin.models.diffusion import Diffusion
+    from kirin.models.diffusion import DDIMOptions, Diffusion
 
     diffusion = Diffusion(1000)
     start = torch.randn(2, 16, 3, 5, generator=torch.Generator().manual_seed(0))
@@ -438,11 +438,11 @@ def test_ddim_from_a_clean_start_keeps_it_and_shortens_the_schedule():
         calls.append(int(t[0]))
         return start[: x.shape[0] // 2].repeat(2, 1, 1, 1) if x.shape[0] == 4 else start
 
-    out = diffusion.sample_ddim(oracle, tuple(start.shape), steps=10, guidance=2.0, init=start, strength=0.4)
+    out = diffusion.sample_ddim(oracle, tuple(start.shape), DDIMOptions(10, 2.0, strength=0.4), init=start)
     assert torch.allclose(out, start, atol=1e-6)
     assert len(calls) == 4 and max(calls) == round(0.4 * 999)  # ceil(10 · 0.4) steps from t = 400
     with pytest.raises(ValueError, match="strength"):
-        diffusion.sample_ddim(oracle, tuple(start.shape), init=start, strength=0.0)
+        diffusion.sample_ddim(oracle, tuple(start.shape), DDIMOptions(strength=0.0), init=start)
 
 
 def test_weights_from_before_the_global_condition_load_unchanged(tmp_path):

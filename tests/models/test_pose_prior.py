@@ -12,10 +12,10 @@ from kirin.kirin_addon.core.motion import Motion, forward_kinematics
 from kirin.kirin_addon.library.build import BuildConfig
 from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.pose.space import JointLimits, normalised_positions, random_valid_poses
-from kirin.models.config import PoseDenoiserConfig, PoseTrainConfig
 from kirin.models.data.cache import FeatureCache
-from kirin.models.diffusion import Diffusion
+from kirin.models.diffusion import DDIMOptions, Diffusion
 from kirin.models.onnx import OnnxDenoiser
+from kirin.models.pose.config import PoseDenoiserConfig, PoseTrainConfig
 from kirin.models.pose.data import build_pose_bank, keep_moving_frames, load_pose_bank, save_pose_bank
 from kirin.models.pose.denoiser import POSE_INPUTS, PoseDenoiser
 from kirin.models.pose.export import POSE_ONNX_INPUTS, export_pose_onnx, pose_example_inputs
@@ -23,6 +23,7 @@ from kirin.models.pose.sampler import (
     DEFAULT_POSE_MODEL,
     PosePrior,
     PoseSpaceError,
+    ProjectOptions,
     pose_from_motion,
     pose_to_motion,
 )
@@ -79,7 +80,8 @@ def test_ddim_inversion_round_trips_with_an_exact_predictor():
     for strength in (1.0, 0.5):
         noise = diffusion.invert_ddim(oracle, target, steps=10, strength=strength)
         assert not torch.allclose(noise, target, atol=1e-2)  # it did climb the schedule
-        back = diffusion.sample_ddim(oracle, tuple(target.shape), steps=10, noise=noise, strength=strength)
+        options = DDIMOptions(10, strength=strength)
+        back = diffusion.sample_ddim(oracle, tuple(target.shape), options, noise=noise)
         assert torch.allclose(back, target, atol=1e-5)
 
 
@@ -260,7 +262,7 @@ def test_the_prior_learns_each_rigs_stiffness_and_keeps_the_rest_of_a_drag(prior
     positions = posed.skeleton.positions(pose.deltas) + pose.root
     target = positions[foot] + np.array([0.0, -0.08, 0.06])
     relative = prior.project(posed, pose, {foot: target})
-    absolute = prior.project(posed, pose, {foot: target}, relative=False)
+    absolute = prior.project(posed, pose, {foot: target}, options=ProjectOptions(relative=False))
     chain = posed.skeleton.ancestors[foot] | (np.arange(rig.joint_count) == foot)
     away = ~chain
     local = posed.skeleton.local_rotations
@@ -292,8 +294,8 @@ def test_projection_keeps_to_the_rigs_own_ranges(prior, creature):
         foot = int(feet[k % len(feet)])
         direction = rng.normal(size=3)
         target = {foot: positions[foot] + 0.2 * direction / np.linalg.norm(direction)}
-        free.append(prior.project(posed, pose, target, seed=k))
-        kept.append(prior.project(posed, pose, target, seed=k, ranges=ranges))
+        free.append(prior.project(posed, pose, target, options=ProjectOptions(seed=k)))
+        kept.append(prior.project(posed, pose, target, ranges=ranges, options=ProjectOptions(seed=k)))
     excess = lambda results: sum(ranges.excess(skeleton, r.pose.deltas).sum() for r in results)  # noqa: E731
     assert excess(kept) < 0.6 * excess(free)
     # The turn went to joints with room: the handles are still (nearly) met.

@@ -11,8 +11,9 @@ import torch
 from cache_support import small_cache
 
 from kirin.kirin_addon.library.build import BuildConfig
-from kirin.models.config import DenoiserConfig, DiffusionConfig, TrainConfig
+from kirin.models.config import DiffusionConfig
 from kirin.models.eval.evaluate import EvalConfig, evaluate
+from kirin.models.motion.config import DenoiserConfig, TrainConfig
 from kirin.models.motion.denoiser import Denoiser
 from kirin.models.motion.export import example_inputs
 from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel

@@ -20,6 +20,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import torch
+from bench_support import load_benchmark
 from scipy.spatial.transform import Rotation
 
 from kirin.kirin_addon.bind.templates import (
@@ -267,28 +268,12 @@ def test_a_blob_far_from_every_template_is_poor_not_an_error():
     assert "does not look like" in result.message
 
 
-def _triangle_soup(vertices: np.ndarray, triangles: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each triangle cut into n² with its own (unshared) vertices, as an STL export would."""
-    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
-    keep = i + j <= n
-    i, j = i[keep], j[keep]
-    index = -np.ones((n + 1, n + 1), dtype=np.int64)
-    index[i, j] = np.arange(len(i))
-    up = [(index[a, b], index[a + 1, b], index[a, b + 1]) for a in range(n) for b in range(n - a)]
-    down = [(index[a + 1, b], index[a + 1, b + 1], index[a, b + 1])
-            for a in range(n) for b in range(n - a - 1)]
-    local = np.array(up + down)
-    corners = vertices[triangles]
-    u, v = (i / n)[None, :, None], (j / n)[None, :, None]
-    points = corners[:, :1] + u * (corners[:, 1:2] - corners[:, :1]) + v * (corners[:, 2:3] - corners[:, :1])
-    faces = local[None] + (len(i) * np.arange(len(triangles)))[:, None, None]
-    return points.reshape(-1, 3), faces.reshape(-1, 3)
-
-
 @pytest.mark.slow
 def test_two_million_vertices_are_subsampled_not_refused():
     creature, matrix, vertices = _moved("quadruped", 3, 10.0)
-    big_vertices, big_triangles = _triangle_soup(vertices, creature.mesh.triangles, 34)
+    # Each triangle cut into 34² with its own (unshared) vertices, as an STL export would.
+    triangle_soup = load_benchmark("bench_template_fit").triangle_soup
+    big_vertices, big_triangles = triangle_soup(vertices, creature.mesh.triangles, 34)
     assert len(big_vertices) >= 2_000_000
     tracemalloc.start()
     start = time.perf_counter()

@@ -8,18 +8,12 @@ import pytest
 
 from kirin.kirin_addon.core.camera import PinholeCamera
 from kirin.kirin_addon.core.motion import Motion, joint_positions
+from kirin.kirin_addon.core.raster import coverage, rasterize_faces
 from kirin.kirin_addon.core.rig import RigBuilder
 from kirin.kirin_addon.core.skinning import SkinnedMesh
 from kirin.kirin_addon.library.controllers.dispatch import generate
 from kirin.kirin_addon.library.families.build import build_creature
-from kirin.kirin_addon.video.synth import (
-    SyntheticVideo,
-    coverage,
-    frame_camera,
-    rasterize_faces,
-    render_motion,
-    skinned_vertices,
-)
+from kirin.kirin_addon.video.synth import SyntheticVideo, frame_camera, render_motion, skinned_vertices
 
 SIZE = (160, 120)
 

@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from ...core.json_values import plain
 from ...core.motion import Motion, joint_positions
 from ...core.rig import Rig
 from ...core.skinning import SkinnedMesh
 from ...generate.request import MAX_FRAMES, GenerateRequest
-from ..protocol import ProtocolError, encode_array, generate_from_json, motion_to_json, plain
+from ..protocol import ProtocolError, encode_array, generate_from_json, motion_to_json
 from .jobs import Report, UserError, Work
 
 DEVICES = ("auto", "cpu", "cuda")

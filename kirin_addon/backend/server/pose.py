@@ -2,12 +2,12 @@
 use, and the three synchronous operations the add-on's pose tools call — project a dragged pose,
 sample plausible poses, walk the pose space between keyposes.
 
-A drag sends one projection per mouse move, so none of this is a job: the request is checked here
-(a clear 4xx naming the field), the rig's prepared form comes from a small cache (joint-name
-embeddings and skin features are the costly part) and the answer is the work itself. A mesh is sent
-once: every answer carries the `mesh_key` it is held under, and later requests may send the key
-instead of the mesh; a key this backend does not hold (restarted, or the mesh was evicted) answers
-UNKNOWN_MESH_KEY_STATUS with a message asking for the mesh again.
+A drag sends one projection per mouse move, so none of this is a job: the request is decoded and
+checked by protocol_pose.py (a clear 4xx naming the field), the rig's prepared form comes from a small
+cache (joint-name embeddings and skin features are the costly part) and the answer is the work itself.
+A mesh is sent once: every answer carries the `mesh_key` it is held under, and later requests may
+send the key instead of the mesh; a key this backend does not hold (restarted, or the mesh was
+evicted) answers UNKNOWN_MESH_KEY_STATUS with a message asking for the mesh again.
 """
 
 from __future__ import annotations
@@ -25,21 +25,13 @@ import numpy as np
 from ...core.motion import Motion
 from ...core.rig import Rig
 from ...core.skinning import SkinnedMesh
-from ...generate.request import MAX_FRAMES, MAX_SEED
-from ..protocol import (
+from ..protocol import ProtocolError, encode_array, mesh_from_json, motion_to_json, rig_from_json
+from ..protocol_pose import (
     MAX_MESH_KEY,
-    MAX_POSE_SAMPLES,
     UNKNOWN_MESH_KEY_STATUS,
-    ProtocolError,
-    bounded_number,
-    decode_array,
-    encode_array,
-    mesh_from_json,
-    motion_from_json,
-    motion_to_json,
-    ranges_from_json,
-    rig_from_json,
-    whole_number,
+    pose_project_from_json,
+    pose_sample_from_json,
+    pose_walk_from_json,
 )
 from .generate import rig_key
 from .jobs import JobError
@@ -197,35 +189,24 @@ class PoseService:
     def project(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/pose/project: the plausible pose nearest the current one whose `targets` joints
         reach their (armature-space) points with `pins` kept where they are."""
-        from ....models.pose.sampler import pose_from_motion, pose_to_motion, target_to_canonical
+        from ....models.pose.sampler import (
+            ProjectOptions,
+            pose_from_motion,
+            pose_to_motion,
+            target_to_canonical,
+        )
 
         started = time.perf_counter()
         rig, mesh, key = self._rig_and_mesh(body)
-        count = rig.joint_count
-        pose_motion = _one_pose(body.get("pose"), rig, "pose")
-        targets = body.get("targets")
-        if not isinstance(targets, dict):
-            raise ProtocolError("targets: expected {joints: [joint indices], points: (H,3) array}.")
-        joints = _joints(targets.get("joints"), count, "targets.joints")
-        if not joints:
-            raise ProtocolError("targets.joints: give at least one joint to move.")
-        points = decode_array(targets.get("points"), "targets.points", (len(joints), 3))
-        pins = [p for p in dict.fromkeys(_joints(body.get("pins") or [], count, "pins")) if p not in joints]
-        strength = body.get("strength")
-        strength = None if strength is None else bounded_number(strength, "strength", 0.0, 1.0)
-        relative = body.get("relative", True)
-        if not isinstance(relative, bool):
-            raise ProtocolError("relative: expected true (a drag: relative to the pose) or false.")
-        ranges = ranges_from_json(body.get("ranges"), count)
+        request = pose_project_from_json(body, rig)
         posed = self.prepared(rig, mesh, key)
-        pose = pose_from_motion(posed, pose_motion)
-        canonical = {j: target_to_canonical(posed, p) for j, p in zip(joints, points, strict=True)}
-        result = self.prior().project(
-            posed, pose, canonical, pins=pins, strength=strength, relative=relative, ranges=ranges
-        )
-        motion = pose_to_motion(posed, [result.pose], pose_motion.fps)
+        pose = pose_from_motion(posed, request.pose)
+        canonical = {j: target_to_canonical(posed, p) for j, p in request.targets.items()}
+        result = self.prior().project(posed, pose, canonical, pins=request.pins, ranges=request.ranges,
+                                      options=ProjectOptions(request.strength, relative=request.relative))
+        motion = pose_to_motion(posed, [result.pose], request.pose.fps)
         return self._answer(
-            motion, started, key, joints + pins, result.handle_error, result.reached, result.message
+            motion, started, key, request.handles, result.handle_error, result.reached, result.message
         )
 
     def sample(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -234,15 +215,12 @@ class PoseService:
 
         started = time.perf_counter()
         rig, mesh, key = self._rig_and_mesh(body)
-        pose_motion = _one_pose(body.get("pose"), rig, "pose")
-        count = whole_number(body.get("count", 1), "count", 1, MAX_POSE_SAMPLES)
-        seed = whole_number(body.get("seed", 0), "seed", 0, MAX_SEED)
+        request = pose_sample_from_json(body, rig)
         posed = self.prepared(rig, mesh, key)
-        pose = pose_from_motion(posed, pose_motion)
-        ranges = ranges_from_json(body.get("ranges"), rig.joint_count)
-        deltas = self.prior().sample(posed, count, seed=seed, ranges=ranges)
+        pose = pose_from_motion(posed, request.pose)
+        deltas = self.prior().sample(posed, request.count, seed=request.seed, ranges=request.ranges)
         poses = [Pose(d, pose.root.copy(), pose.yaw) for d in deltas]
-        return self._answer(pose_to_motion(posed, poses, pose_motion.fps), started, key)
+        return self._answer(pose_to_motion(posed, poses, request.pose.fps), started, key)
 
     def walk(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/pose/walk: in-betweens through the pose space, the keys included."""
@@ -250,31 +228,11 @@ class PoseService:
 
         started = time.perf_counter()
         rig, mesh, key = self._rig_and_mesh(body)
-        keys = motion_from_json(body.get("keys"), rig.joint_count, what="keys")
-        if keys.frame_count < 2:
-            raise ProtocolError(f"keys: a walk needs two or more keyposes, got {keys.frame_count}.")
-        frames = body.get("frames")
-        gaps = keys.frame_count - 1
-        if (
-            not isinstance(frames, list)
-            or len(frames) != gaps
-            or not all(isinstance(f, int) and not isinstance(f, bool) for f in frames)
-        ):
-            raise ProtocolError(
-                f"frames: expected {gaps} whole number(s), the frames from each key to the next."
-            )
-        if min(frames) < 1:
-            raise ProtocolError(f"frames: each gap between keys is 1 frame or more, got {min(frames)}.")
-        total = sum(frames) + 1
-        if total > MAX_FRAMES:
-            raise ProtocolError(f"frames: the walk would be {total} frames long; at most {MAX_FRAMES}.")
+        request = pose_walk_from_json(body, rig)
+        keys = request.keys
         posed = self.prepared(rig, mesh, key)
         poses = [pose_from_motion(posed, keys, k) for k in range(keys.frame_count)]
-        method = body.get("method", "guided")
-        if method not in ("guided", "latent"):
-            raise ProtocolError(f"method: 'guided' or 'latent', got {method!r}.")
-        ranges = ranges_from_json(body.get("ranges"), rig.joint_count)
-        walked = self.prior().walk(posed, poses, frames, method=method, ranges=ranges)
+        walked = self.prior().walk(posed, poses, request.frames, method=request.method, ranges=request.ranges)
         return self._answer(pose_to_motion(posed, walked, keys.fps), started, key)
 
     def _answer(
@@ -301,23 +259,3 @@ class PoseService:
             "mesh_key": key,
             "backend": self.backend,
         }
-
-
-# ----------------------------------------------------------------------------- helpers
-def _one_pose(obj: Any, rig: Rig, what: str) -> Motion:
-    motion = motion_from_json(obj, rig.joint_count, what=what)
-    if motion.frame_count != 1:
-        raise ProtocolError(f"{what}: expected one frame (the current pose), got {motion.frame_count}.")
-    return motion
-
-
-def _joints(obj: Any, count: int, what: str) -> list[int]:
-    """A list of distinct joint indices of a `count`-joint rig."""
-    if not isinstance(obj, list) or not all(isinstance(j, int) and not isinstance(j, bool) for j in obj):
-        raise ProtocolError(f"{what}: expected a list of joint indices.")
-    for joint in obj:
-        if not 0 <= joint < count:
-            raise ProtocolError(f"{what}: joint {joint} is not in the rig (indices 0..{count - 1}).")
-    if len(set(obj)) != len(obj) and what != "pins":
-        raise ProtocolError(f"{what}: a joint appears twice.")
-    return list(obj)

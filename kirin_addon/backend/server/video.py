@@ -16,32 +16,21 @@ rig's inverse-dynamics model (`idm`: models/video/idm.py, trained per rig on fir
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from ...core.json_values import plain
 from ...core.motion import Motion
 from ...core.rig import Rig
-from ...core.rotations import quat_continuity, quat_slerp
+from ...core.rotations import quat_continuity
 from ...core.skinning import SkinnedMesh
-from ..protocol import (
-    MAX_EPOCHS,
-    MAX_TRACK_FRAMES,
-    MAX_TRACKS,
-    MAX_VIDEO_FRAMES,
-    SILHOUETTE_SOURCES,
-    ProtocolError,
-    decode_array,
-    encode_array,
-    mesh_from_json,
-    motion_to_json,
-    plain,
-    rig_from_json,
-)
+from ...video.request import SILHOUETTE_SOURCES, ExtractRequest
+from ..protocol import ProtocolError, encode_array, motion_to_json
+from ..protocol_video import MAX_VIDEO_FRAMES, extract_from_json
 from .jobs import Report, UserError, Work
 
 FRAME_SIDE = 512  # longest side the frames are decoded at for silhouettes (they are made at 256)
@@ -51,35 +40,29 @@ REMOTE_HINT = ("the backend reads it itself, so a backend on another machine nee
 
 @dataclass
 class ExtractJob:
+    """A checked extraction request, ready for the worker."""
+
     rig: Rig
     mesh: SkinnedMesh | None
-    video_path: str
+    request: ExtractRequest  # paths absolute on this machine; stop None past the video's end
     probe: dict[str, Any]
-    start: int
-    stop: int | None
-    stride: int
     keypoints: tuple[np.ndarray, np.ndarray] | None  # (F,J,2) px, (F,J) over video frames from 0
-    keypoints_path: str | None
     tracks: dict[int, np.ndarray]  # joint → (N,2) px over video frames from 0, NaN where untracked
-    silhouettes: str  # "background", "none" or a folder of masks
-    fps: float | None  # the scene's; None: the clip's
-    epochs: int | None
-    idm: bool
     mediapipe: dict[str, int] | None = None  # MediaPipe Pose: role → the rig's joint
 
 
-def _int(body: dict[str, Any], name: str, default: int | None, low: int, high: int) -> int | None:
-    value = body.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ProtocolError(f"{name}: expected a whole number from {low} to {high}, got {value!r}.")
-    return int(value)
+@dataclass
+class _Clip:
+    """The frames of a job's video that the fit uses, and what they are."""
+
+    frames: np.ndarray | None  # (T,H,W,3) pixels; dropped once the evidence is made
+    indices: np.ndarray  # (T,) video frames (0-based)
+    fps: float  # the clip's frame rate (the video's over the stride)
+    size: tuple[int, int]  # (width, height) of the video in pixels
+    count: int  # frames
 
 
-def _file(path: Any, what: str) -> str:
-    if not isinstance(path, str) or not path.strip():
-        raise ProtocolError(f"{what}: expected the path of a file.")
+def _file(path: str, what: str) -> str:
     full = os.path.abspath(os.path.expanduser(path))
     if not os.path.exists(full):
         raise ProtocolError(f"The {what} {full} is not on the backend's machine: {REMOTE_HINT}.")
@@ -104,17 +87,9 @@ def resample_positions(motion: Motion, positions: np.ndarray, fps: float) -> Mot
         lo = np.zeros(len(positions), np.int64)
         return Motion(fps, motion.root_positions[lo], motion.rotations[lo],
                       None if motion.translations is None else motion.translations[lo])
-    rotations = quat_continuity(motion.rotations, axis=0)
-    lo = np.minimum(np.floor(positions).astype(np.int64), motion.frame_count - 2)
-    frac = positions - lo
-    weights = np.repeat(frac[:, None], motion.joint_count, 1)
-    rot = quat_slerp(rotations[lo], rotations[lo + 1], weights)
-    root = motion.root_positions[lo] * (1 - frac[:, None]) + motion.root_positions[lo + 1] * frac[:, None]
-    moved = None
-    if motion.translations is not None:
-        f = frac[:, None, None]
-        moved = motion.translations[lo] * (1 - f) + motion.translations[lo + 1] * f
-    return Motion(fps, root, rot, moved)
+    continuous = Motion(motion.fps, motion.root_positions, quat_continuity(motion.rotations, axis=0),
+                        motion.translations)
+    return continuous.at_frames(positions, fps)
 
 
 def mask_files(folder: str) -> list[str]:
@@ -140,17 +115,33 @@ class ExtractService:
 
     # ------------------------------------------------------------------ check (HTTP thread)
     def check(self, body: dict[str, Any]) -> ExtractJob:
+        """An extraction request's JSON body, checked: its fields (protocol_video.py), then what is on
+        this machine (the video and its length, the mask folder, the keypoints file, MediaPipe) and
+        that there is evidence to fit to; ProtocolError/RigError otherwise."""
+        rig, mesh, request = extract_from_json(body)
+        request, probe = self._video(request)
+        silhouettes = self._mask_folder(request.silhouettes)
+        keypoints_path, keypoints = self._keypoints(request.keypoints, rig)
+        mediapipe = self._mediapipe_joints(rig) if request.mediapipe else None
+        if not request.has_evidence:
+            raise ProtocolError("No evidence to fit to: give a keypoints file, MediaPipe Pose (humanoid "
+                                "rigs), Movie Clip tracks assigned to bones, or silhouettes (background "
+                                "subtraction or a mask folder).")
+        index = {n: j for j, n in enumerate(rig.names)}
+        tracks = {index[bone]: points for bone, points in (request.tracks or {}).items()}
+        request = replace(request, keypoints=keypoints_path, silhouettes=silhouettes)
+        return ExtractJob(rig, mesh, request, probe, keypoints, tracks, mediapipe)
+
+    @staticmethod
+    def _video(request: ExtractRequest) -> tuple[ExtractRequest, dict[str, Any]]:
+        """The request with the video's absolute path (and no stop past its end), and the video's
+        probe; a missing file, one that is no video (VideoError, a ValueError: 422) or a frame range
+        outside it is refused."""
         from ...video.video_io import probe_video
 
-        rig = rig_from_json(body.get("rig"))
-        mesh = None if body.get("mesh") is None else mesh_from_json(body["mesh"], rig.joint_count)
-        video = _file(body.get("video_path"), "video file")
-        start = _int(body, "start", 0, 0, 10**9)
-        stop = _int(body, "stop", None, 1, 10**9)
-        stride = _int(body, "stride", 1, 1, 10**6)
-        if stop is not None and stop <= start:
-            raise ProtocolError(f"The frame range is empty: stop ({stop}) must be after start ({start}).")
-        probe = probe_video(video)  # VideoError (a ValueError, 422) for a file that is no video
+        video = _file(request.video, "video file")
+        start, stop, stride = request.start, request.stop, request.stride
+        probe = probe_video(video)
         count = int(probe.get("frames") or 0)
         name = os.path.basename(video)
         if count <= 0 and not probe.get("duration"):
@@ -164,153 +155,82 @@ class ExtractService:
         if chosen > MAX_VIDEO_FRAMES:
             raise ProtocolError(f"{chosen} frames is more than the {MAX_VIDEO_FRAMES} one extraction fits: "
                                 "raise the stride or shorten the range.")
+        return replace(request, video=video, stop=stop), dict(probe)
 
-        silhouettes = body.get("silhouettes", "background")
-        if not isinstance(silhouettes, str) or not silhouettes.strip():
-            raise ProtocolError("silhouettes: expected 'background', 'none' or a folder of mask images.")
-        if silhouettes not in SILHOUETTE_SOURCES:
-            folder = os.path.abspath(os.path.expanduser(silhouettes))
-            if not os.path.isdir(folder):
-                raise ProtocolError(
-                    f"silhouettes: expected 'background', 'none' or a folder of mask images; the folder "
-                    f"{folder} is not on the backend's machine: {REMOTE_HINT}."
-                )
-            if not mask_files(folder):
-                raise ProtocolError(f"silhouettes: the folder {folder} holds no PNG mask images.")
-            silhouettes = folder
-
-        keypoints = keypoints_path = None
-        if body.get("keypoints_path") is not None:
-            from ...video.keypoints import load_keypoints
-
-            keypoints_path = _file(body["keypoints_path"], "keypoints file")
-            try:
-                points, confidence = load_keypoints(keypoints_path, list(rig.names))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ProtocolError(f"Cannot read the keypoints file {keypoints_path}: {exc}") from None
-            points, confidence = np.asarray(points, np.float64), np.asarray(confidence, np.float64)
-            if not np.any(np.isfinite(points).all(-1) & (confidence > 0)):
-                raise ProtocolError(f"The keypoints file {os.path.basename(keypoints_path)} has no point "
-                                    "with a confidence above 0 for any bone of the rig.")
-            keypoints = (points, confidence)
-
-        tracks: dict[int, np.ndarray] = {}
-        given = body.get("tracks") or {}
-        if not isinstance(given, dict):
-            raise ProtocolError("tracks: expected an object of bone name → (frames, 2) pixel positions.")
-        if len(given) > MAX_TRACKS:
-            raise ProtocolError(f"tracks: {len(given)} tracks; at most {MAX_TRACKS}.")
-        index = {n: j for j, n in enumerate(rig.names)}
-        unknown = sorted(n for n in given if n not in index)
-        if unknown:
-            raise ProtocolError(f"tracks: the rig has no bone named {', '.join(map(repr, unknown[:5]))}"
-                                + (f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else "") + ".")
-        for bone, array in given.items():
-            points = decode_array(array, f"tracks[{bone}]", (None, 2), finite=False)
-            if points.shape[0] > MAX_TRACK_FRAMES:
-                raise ProtocolError(f"tracks[{bone}]: {points.shape[0]} frames; at most {MAX_TRACK_FRAMES}.")
-            if np.any(np.isinf(points)) or np.nanmax(np.abs(points), initial=0.0) > 1e7:
-                raise ProtocolError(f"tracks[{bone}]: pixel positions must be finite (NaN: not tracked).")
-            if not np.any(np.isfinite(points).all(-1)):
-                raise ProtocolError(f"tracks[{bone}]: the track has no marker on any frame.")
-            tracks[index[bone]] = points
-
-        mediapipe = None
-        if body.get("mediapipe", False) is not False:
-            if body["mediapipe"] is not True:
-                raise ProtocolError("mediapipe: expected true or false.")
-            from ...video.mediapipe_pose import (
-                INSTALL_HINT,
-                MediaPipeError,
-                find_mediapipe_python,
-                humanoid_joints,
+    @staticmethod
+    def _mask_folder(silhouettes: str) -> str:
+        """The silhouette source; a mask folder as its absolute path, refused unless it holds masks."""
+        if silhouettes in SILHOUETTE_SOURCES:
+            return silhouettes
+        folder = os.path.abspath(os.path.expanduser(silhouettes))
+        if not os.path.isdir(folder):
+            raise ProtocolError(
+                f"silhouettes: expected 'background', 'none' or a folder of mask images; the folder "
+                f"{folder} is not on the backend's machine: {REMOTE_HINT}."
             )
+        if not mask_files(folder):
+            raise ProtocolError(f"silhouettes: the folder {folder} holds no PNG mask images.")
+        return folder
 
-            if find_mediapipe_python() is None:
-                raise ProtocolError(INSTALL_HINT + ".")
-            try:
-                mediapipe = humanoid_joints(rig)
-            except MediaPipeError as exc:
-                raise ProtocolError(str(exc)) from None
-        if keypoints is None and not tracks and silhouettes == "none" and mediapipe is None:
-            raise ProtocolError("No evidence to fit to: give a keypoints file, MediaPipe Pose (humanoid "
-                                "rigs), Movie Clip tracks assigned to bones, or silhouettes (background "
-                                "subtraction or a mask folder).")
-        fps = body.get("fps")
-        if fps is not None and (isinstance(fps, bool) or not isinstance(fps, int | float)
-                                or not math.isfinite(fps) or not 0 < fps <= 1000):
-            raise ProtocolError(f"fps: expected a frame rate in (0, 1000], got {fps!r}.")
-        epochs = _int(body, "epochs", None, 1, MAX_EPOCHS)
-        idm = body.get("idm", False)
-        if not isinstance(idm, bool):
-            raise ProtocolError("idm: expected true or false.")
-        return ExtractJob(rig, mesh, video, dict(probe), start, stop, stride, keypoints, keypoints_path,
-                          tracks, silhouettes, None if fps is None else float(fps), epochs, idm, mediapipe)
+    @staticmethod
+    def _keypoints(path: str | None, rig: Rig) -> tuple[str | None, tuple[np.ndarray, np.ndarray] | None]:
+        """The keypoints file's absolute path and its (F,J,2) points and (F,J) confidences on the rig's
+        bones; (None, None) without one. A file with no usable point is refused."""
+        if path is None:
+            return None, None
+        from ...video.keypoints import load_keypoints
+
+        path = _file(path, "keypoints file")
+        try:
+            points, confidence = load_keypoints(path, list(rig.names))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProtocolError(f"Cannot read the keypoints file {path}: {exc}") from None
+        points, confidence = np.asarray(points, np.float64), np.asarray(confidence, np.float64)
+        if not np.any(np.isfinite(points).all(-1) & (confidence > 0)):
+            raise ProtocolError(f"The keypoints file {os.path.basename(path)} has no point "
+                                "with a confidence above 0 for any bone of the rig.")
+        return path, (points, confidence)
+
+    @staticmethod
+    def _mediapipe_joints(rig: Rig) -> dict[str, int]:
+        """MediaPipe Pose's roles → the rig's joints; refused without MediaPipe's environment or for a
+        rig that is no humanoid."""
+        from ...video.mediapipe_pose import (
+            INSTALL_HINT,
+            MediaPipeError,
+            find_mediapipe_python,
+            humanoid_joints,
+        )
+
+        if find_mediapipe_python() is None:
+            raise ProtocolError(INSTALL_HINT + ".")
+        try:
+            return humanoid_joints(rig)
+        except MediaPipeError as exc:
+            raise ProtocolError(str(exc)) from None
 
     # ------------------------------------------------------------------ run (worker thread)
     def work(self, job: ExtractJob) -> Work:
         return lambda report: self.run(job, report)
 
     def run(self, job: ExtractJob, report: Report) -> dict[str, Any]:
+        """Read the frames, gather the evidence, (start from the inverse-dynamics model,) fit; the
+        motion at the scene's frame rate and a report."""
         from ....models.video.fit import fit_motion
         from ....models.video.fit_config import VideoFitConfig
-        from ...video.evidence import combine
-        from ...video.silhouettes import background_silhouettes, mask_silhouettes
-        from ...video.tracks import tracks_evidence
-        from ...video.video_io import read_video, scene_frame_map
 
         started = time.perf_counter()
-        name = os.path.basename(job.video_path)
         timings: dict[str, float] = {}
-        report(0.0, f"reading {name}")
-        # Background subtraction and MediaPipe need the pixels; masks and keypoints files do not.
-        side = FRAME_SIDE if job.silhouettes == "background" or job.mediapipe is not None else 64
-        clip = read_video(job.video_path, job.start, job.stop, job.stride, max_side=side)
-        frames = np.asarray(clip.frames)
-        indices = np.asarray(clip.indices, dtype=np.int64)
-        clip_fps = float(clip.fps)
-        count = int(frames.shape[0])
-        if count == 0:
-            raise UserError(f"{name} has no frames from {job.start} to {job.stop or 'its end'} "
-                            f"(stride {job.stride}).")
-        if count > MAX_VIDEO_FRAMES:
-            raise UserError(f"{count} frames is more than the {MAX_VIDEO_FRAMES} one extraction fits: raise "
-                            "the stride or shorten the range.")
+        clip = self._read(job, report)
         timings["read_video"] = time.perf_counter() - started
-        joints = job.rig.joint_count
-        size = (int(job.probe.get("width") or frames.shape[2]),
-                int(job.probe.get("height") or frames.shape[1]))
-
         report(0.05, "gathering the 2D evidence")
         t = time.perf_counter()
         notes: dict[str, Any] = {}
-        keypoints = None
-        if job.keypoints is not None:
-            points, confidence = job.keypoints
-            keypoints = (_frames(points, indices), _frames(confidence, indices, 0.0))
-        if job.mediapipe is not None:
-            keypoints = self._mediapipe(job, frames, size, keypoints, report, notes)
-        tracks = None
-        if job.tracks:
-            rows = {j: _frames(points, indices) for j, points in job.tracks.items()}
-            tracks = tracks_evidence(rows, count, joints)
-        silhouettes = None
-        if job.silhouettes == "background":
-            report(0.06, "separating the subject from the background")
-            silhouettes = background_silhouettes(frames)  # VideoError: no moving subject
-        elif job.silhouettes != "none":
-            files = mask_files(job.silhouettes)
-            if int(indices[-1]) >= len(files):
-                raise UserError(f"The mask folder {job.silhouettes} has {len(files)} images (one per video "
-                                f"frame from the first), but video frame {int(indices[-1]) + 1} is used.")
-            silhouettes = mask_silhouettes([files[i] for i in indices])
-        del frames, clip  # the pixels are not needed any more
-        evidence = combine(size, clip_fps, joints, keypoints=keypoints, tracks=tracks,
-                           silhouettes=silhouettes)
+        evidence, keypoints = self._evidence(job, clip, report, notes)
         timings["evidence"] = time.perf_counter() - t
 
         init = None
-        if job.idm:
+        if job.request.idm:
             init = self._idm_init(job, evidence, report, notes)
         report(0.15, "fitting the motion")
         t = time.perf_counter()
@@ -318,56 +238,70 @@ class ExtractService:
         def progress(fraction: float, *_: Any) -> None:  # raises JobCancelled: stops the fit
             report(0.15 + 0.8 * min(max(float(fraction), 0.0), 1.0), "fitting the motion")
 
-        config = VideoFitConfig() if job.epochs is None else VideoFitConfig(epochs=job.epochs)
+        epochs = job.request.epochs
+        config = VideoFitConfig() if epochs is None else VideoFitConfig(epochs=epochs)
         fit = fit_motion(job.rig, evidence, mesh=job.mesh, config=config, init=init, progress=progress)
         timings["fit"] = time.perf_counter() - t
-
         report(0.96, "resampling to the scene's frame rate")
-        motion = fit.motion
-        fps = job.fps or float(motion.fps)
-        if abs(fps - float(motion.fps)) > 1e-9:
-            positions = np.asarray(scene_frame_map(float(motion.fps), fps, motion.frame_count), np.float64)
-            motion = resample_positions(motion, positions, fps)
-        reprojection = np.asarray(fit.reprojection_px, dtype=np.float64).ravel()
-        seen = reprojection[np.isfinite(reprojection)]
-        summary = {
-            "video": job.video_path,
-            "codec": job.probe.get("codec"),
-            "image_size": list(size),
-            "source_fps": float(job.probe.get("fps") or 0.0),
-            "clip_fps": clip_fps,
-            "fps": fps,
-            "video_frames": count,
-            "first_video_frame": int(indices[0]),
-            "last_video_frame": int(indices[-1]),
-            "stride": job.stride,
-            "frames": motion.frame_count,
-            "evidence": {
-                "keypoints": None if job.keypoints_path is None else os.path.basename(job.keypoints_path),
-                "keypoint_bones": 0 if keypoints is None else int(np.any(keypoints[1] > 0, axis=0).sum()),
-                "mediapipe": notes.pop("mediapipe", None),
-                "tracks": [job.rig.names[j] for j in job.tracks],
-                "silhouettes": job.silhouettes if job.silhouettes in SILHOUETTE_SOURCES else "masks",
-                "silhouettes_dropped": int(evidence.silhouettes_dropped),
-            },
-            "reprojection_px_mean": float(seen.mean()) if seen.size else None,
-            "reprojection_px_median": float(np.median(seen)) if seen.size else None,
-            "scale": plain(fit.scale),
-            "seconds_fit": float(fit.seconds),
-            "seconds_per_frame": float(fit.seconds) / count,
-            "timings_s": {k: round(v, 3) for k, v in timings.items()},
-            **notes,
-            "fit": plain(fit.report),
-        }
-        return {
-            "motion": motion_to_json(motion),
-            "frames": motion.frame_count,
-            "fps": fps,
-            "reprojection_px": encode_array(reprojection, "float32"),
-            "camera": _camera_json(fit.camera),
-            "report": summary,
-            "seconds": time.perf_counter() - started,
-        }
+        return _answer(job, clip, fit, evidence, keypoints, notes, timings, started)
+
+    @staticmethod
+    def _read(job: ExtractJob, report: Report) -> _Clip:
+        """The request's frames of the video, decoded as small as what reads them allows."""
+        from ...video.video_io import read_video
+
+        request = job.request
+        name = os.path.basename(request.video)
+        report(0.0, f"reading {name}")
+        # Background subtraction and MediaPipe need the pixels; masks and keypoints files do not.
+        side = FRAME_SIDE if request.silhouettes == "background" or job.mediapipe is not None else 64
+        clip = read_video(request.video, request.start, request.stop, request.stride, max_side=side)
+        frames = np.asarray(clip.frames)
+        count = int(frames.shape[0])
+        if count == 0:
+            raise UserError(f"{name} has no frames from {request.start} to {request.stop or 'its end'} "
+                            f"(stride {request.stride}).")
+        if count > MAX_VIDEO_FRAMES:
+            raise UserError(f"{count} frames is more than the {MAX_VIDEO_FRAMES} one extraction fits: raise "
+                            "the stride or shorten the range.")
+        size = (int(job.probe.get("width") or frames.shape[2]),
+                int(job.probe.get("height") or frames.shape[1]))
+        return _Clip(frames, np.asarray(clip.indices, dtype=np.int64), float(clip.fps), size, count)
+
+    def _evidence(
+        self, job: ExtractJob, clip: _Clip, report: Report, notes: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        """The 2D evidence of the clip's frames (keypoints file and MediaPipe, tracks, silhouettes)
+        and the keypoints among it; the clip's pixels are let go."""
+        from ...video.evidence import combine
+        from ...video.silhouettes import background_silhouettes, mask_silhouettes
+        from ...video.tracks import tracks_evidence
+
+        indices, source = clip.indices, job.request.silhouettes
+        keypoints = None
+        if job.keypoints is not None:
+            points, confidence = job.keypoints
+            keypoints = (_frames(points, indices), _frames(confidence, indices, 0.0))
+        if job.mediapipe is not None:
+            keypoints = self._mediapipe(job, clip.frames, clip.size, keypoints, report, notes)
+        tracks = None
+        if job.tracks:
+            rows = {j: _frames(points, indices) for j, points in job.tracks.items()}
+            tracks = tracks_evidence(rows, clip.count, job.rig.joint_count)
+        silhouettes = None
+        if source == "background":
+            report(0.06, "separating the subject from the background")
+            silhouettes = background_silhouettes(clip.frames)  # VideoError: no moving subject
+        elif source != "none":
+            files = mask_files(source)
+            if int(indices[-1]) >= len(files):
+                raise UserError(f"The mask folder {source} has {len(files)} images (one per video "
+                                f"frame from the first), but video frame {int(indices[-1]) + 1} is used.")
+            silhouettes = mask_silhouettes([files[i] for i in indices])
+        clip.frames = None  # the pixels are not needed any more
+        evidence = combine(clip.size, clip.fps, job.rig.joint_count, keypoints=keypoints, tracks=tracks,
+                           silhouettes=silhouettes)
+        return evidence, keypoints
 
     # ------------------------------------------------------------------ MediaPipe Pose
     @staticmethod
@@ -429,3 +363,57 @@ class ExtractService:
         notes["idm"] = {"used": True, "seconds": time.perf_counter() - started,
                         "model": plain(getattr(model, "card", {}).get("key"))}
         return motion
+
+
+def _answer(job: ExtractJob, clip: _Clip, fit: Any, evidence: Any, keypoints: Any, notes: dict[str, Any],
+            timings: dict[str, float], started: float) -> dict[str, Any]:
+    """The job's result: the fitted motion at the scene's frame rate, the reprojection error, the
+    camera and a report of what was used."""
+    request = job.request
+    motion = fit.motion
+    fps = request.fps or float(motion.fps)
+    if abs(fps - float(motion.fps)) > 1e-9:
+        from ...video.video_io import scene_frame_map
+
+        positions = np.asarray(scene_frame_map(float(motion.fps), fps, motion.frame_count), np.float64)
+        motion = resample_positions(motion, positions, fps)
+    reprojection = np.asarray(fit.reprojection_px, dtype=np.float64).ravel()
+    seen = reprojection[np.isfinite(reprojection)]
+    summary = {
+        "video": request.video,
+        "codec": job.probe.get("codec"),
+        "image_size": list(clip.size),
+        "source_fps": float(job.probe.get("fps") or 0.0),
+        "clip_fps": clip.fps,
+        "fps": fps,
+        "video_frames": clip.count,
+        "first_video_frame": int(clip.indices[0]),
+        "last_video_frame": int(clip.indices[-1]),
+        "stride": request.stride,
+        "frames": motion.frame_count,
+        "evidence": {
+            "keypoints": None if request.keypoints is None else os.path.basename(request.keypoints),
+            "keypoint_bones": 0 if keypoints is None else int(np.any(keypoints[1] > 0, axis=0).sum()),
+            "mediapipe": notes.pop("mediapipe", None),
+            "tracks": [job.rig.names[j] for j in job.tracks],
+            "silhouettes": request.silhouettes if request.silhouettes in SILHOUETTE_SOURCES else "masks",
+            "silhouettes_dropped": int(evidence.silhouettes_dropped),
+        },
+        "reprojection_px_mean": float(seen.mean()) if seen.size else None,
+        "reprojection_px_median": float(np.median(seen)) if seen.size else None,
+        "scale": plain(fit.scale),
+        "seconds_fit": float(fit.seconds),
+        "seconds_per_frame": float(fit.seconds) / clip.count,
+        "timings_s": {k: round(v, 3) for k, v in timings.items()},
+        **notes,
+        "fit": plain(fit.report),
+    }
+    return {
+        "motion": motion_to_json(motion),
+        "frames": motion.frame_count,
+        "fps": fps,
+        "reprojection_px": encode_array(reprojection, "float32"),
+        "camera": _camera_json(fit.camera),
+        "report": summary,
+        "seconds": time.perf_counter() - started,
+    }

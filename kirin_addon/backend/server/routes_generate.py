@@ -1,0 +1,53 @@
+"""The HTTP routes of Generate Motion (POST /v1/jobs/generate) and its request model; the request is
+decoded and checked by the service (generate.py) and runs as a job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from ...generate.request import MAX_FRAMES, MAX_SEED, MAX_VARIANTS
+from ..protocol import API, MAX_PROMPT
+from .generate import GenerationService
+from .jobs import JobQueue
+from .schema import ERRORS, JobOut, MeshIn, MotionIn, RigIn, Strict
+
+
+class KeepIn(Strict):
+    """Existing keys to honour (in-betweening): a motion on the rig and the frames of it to keep."""
+
+    motion: MotionIn
+    frames: list[int] = Field(min_length=1, max_length=MAX_FRAMES * 64)
+
+
+class GenerateIn(Strict):
+    prompt: str | None = Field(None, max_length=MAX_PROMPT, description="text; may be null with an image")
+    image_path: str | None = Field(
+        None, max_length=4096, description="reference image file on the backend's machine"
+    )
+    image_data: str | None = Field(None, description="reference image file as base64 (backend elsewhere)")
+    rig: RigIn
+    mesh: MeshIn | None = None
+    frames: int = Field(120, ge=1, le=MAX_FRAMES)
+    fps: float | None = Field(None, gt=0, le=1000, allow_inf_nan=False, description="default: the model's")
+    seed: int = Field(0, ge=0, le=MAX_SEED)
+    variants: int = Field(1, ge=1, le=MAX_VARIANTS)
+    guidance: float | None = Field(
+        None, ge=0, le=100, allow_inf_nan=False, description="default: the model's"
+    )
+    keep: KeepIn | None = None
+    loop: bool = False
+
+
+def generate_router(service: GenerationService, queue: JobQueue) -> APIRouter:
+    router = APIRouter()
+
+    @router.post(f"{API}/jobs/generate", status_code=202, response_model=JobOut, responses=ERRORS)
+    def submit_generate(body: GenerateIn) -> dict[str, Any]:
+        """Queue a Generate Motion job; poll GET jobs/{id}, then fetch GET jobs/{id}/result."""
+        job = service.check(body.model_dump())
+        return queue.submit(service.work(job), "generate")
+
+    return router
