@@ -456,9 +456,10 @@ def summary_table(authored: Sequence[GaitMeasure], generated: Sequence[GaitMeasu
 
 NOTES = (
     "Calibrated: for walk and gallop every dimensionless median (f·√(L/g), duty factor, stride / L, head "
-    "bob / L) is within 1.5× of the authored one (asserted by tests/test_calibration.py). Default speeds "
-    "are Froude 0.3 (walk) and 5 (gallop), strides Alexander's λ = 2.3·Fr^0.3 (×1.0 walk, ×0.95 gallop), "
-    "gallop duty 0.25, and the gallop nods its head and pitches with the fore and hind stances.",
+    "bob / L) is within 1.5× of the authored one (asserted by tests/library/test_calibration.py). "
+    "Default speeds are Froude 0.3 (walk) and 5 (gallop), strides Alexander's λ = 2.3·Fr^0.3 (×1.0 walk, "
+    "×0.95 gallop), gallop duty 0.25, and the gallop nods its head and pitches with the fore and hind "
+    "stances.",
     "Generated walks keep a duty factor above 0.5 (flagged 0.58, measured 0.55) on purpose: real walks keep "
     "each foot down more than half the cycle; the authored loops (0.44) lift their feet early.",
     "Measured vs planned contacts: the generated gallop's measured duty (0.31) is now within one frame of "
