@@ -72,6 +72,15 @@ class _KirinPanel:
     bl_category = "Kirin"
 
 
+class _KirinSection(_KirinPanel):
+    """A sub-panel of the Kirin panel: draws from the scene's Kirin settings."""
+
+    bl_parent_id = "KIRIN_PT_main"
+
+    def draw(self, context):
+        self.draw_section(self.layout, context.scene.kirin, context)
+
+
 class KIRIN_PT_main(_KirinPanel, bpy.types.Panel):
     bl_label = "Kirin"
 
@@ -88,13 +97,10 @@ class KIRIN_PT_main(_KirinPanel, bpy.types.Panel):
             row.prop(obj.kirin, "forward_axis")
 
 
-class KIRIN_PT_generate(_KirinPanel, bpy.types.Panel):
+class KIRIN_PT_generate(_KirinSection, bpy.types.Panel):
     bl_label = "Generate Motion"
-    bl_parent_id = "KIRIN_PT_main"
 
-    def draw(self, context):
-        settings = context.scene.kirin
-        layout = self.layout
+    def draw_section(self, layout, settings, context):
         layout.prop(settings, "prompt", text="")
         layout.prop(settings, "reference_image")
         grid = layout.grid_flow(columns=2, align=True)
@@ -108,14 +114,11 @@ class KIRIN_PT_generate(_KirinPanel, bpy.types.Panel):
         layout.operator("kirin.generate_motion", icon="PLAY")
 
 
-class KIRIN_PT_video(_KirinPanel, bpy.types.Panel):
+class KIRIN_PT_video(_KirinSection, bpy.types.Panel):
     bl_label = "Motion From Video"
-    bl_parent_id = "KIRIN_PT_main"
     bl_options = {"DEFAULT_CLOSED"}
 
-    def draw(self, context):
-        settings = context.scene.kirin
-        layout = self.layout
+    def draw_section(self, layout, settings, context):
         layout.prop(settings, "driving_video", text="")
         row = layout.row(align=True)
         row.prop(settings, "video_first")
@@ -139,13 +142,10 @@ class KIRIN_PT_video(_KirinPanel, bpy.types.Panel):
         layout.operator("kirin.motion_from_video", icon="FILE_MOVIE")
 
 
-class KIRIN_PT_motion_file(_KirinPanel, bpy.types.Panel):
+class KIRIN_PT_motion_file(_KirinSection, bpy.types.Panel):
     bl_label = "Motion From File"
-    bl_parent_id = "KIRIN_PT_main"
 
-    def draw(self, context):
-        settings = context.scene.kirin
-        layout = self.layout
+    def draw_section(self, layout, settings, context):
         layout.prop(settings, "motion_file", text="")
         layout.prop(settings, "clip")
         row = layout.row(align=True)
@@ -162,9 +162,8 @@ class KIRIN_PT_motion_file(_KirinPanel, bpy.types.Panel):
         layout.operator("kirin.apply_motion_file", icon="IMPORT")
 
 
-class KIRIN_PT_pose_space(_KirinPanel, bpy.types.Panel):
+class KIRIN_PT_pose_space(_KirinSection, bpy.types.Panel):
     bl_label = "Pose Space"
-    bl_parent_id = "KIRIN_PT_main"
     bl_options = {"DEFAULT_CLOSED"}
 
     @classmethod
@@ -172,9 +171,7 @@ class KIRIN_PT_pose_space(_KirinPanel, bpy.types.Panel):
         obj = context.active_object
         return obj is not None and (obj.type == "ARMATURE" or (obj.type == "MESH" and obj.find_armature()))
 
-    def draw(self, context):
-        settings = context.scene.kirin
-        layout = self.layout
+    def draw_section(self, layout, settings, context):
         obj = context.active_object
         in_pose = obj is not None and obj.type == "ARMATURE" and obj.mode == "POSE"
         col = layout.column(align=True)
@@ -195,14 +192,11 @@ class KIRIN_PT_pose_space(_KirinPanel, bpy.types.Panel):
         row.prop(settings, "pose_walk_method", text="")
 
 
-class KIRIN_PT_binding(_KirinPanel, bpy.types.Panel):
+class KIRIN_PT_binding(_KirinSection, bpy.types.Panel):
     bl_label = "Mesh Binding"
-    bl_parent_id = "KIRIN_PT_main"
     bl_options = {"DEFAULT_CLOSED"}
 
-    def draw(self, context):
-        settings = context.scene.kirin
-        layout = self.layout
+    def draw_section(self, layout, settings, context):
         layout.prop(settings, "bind_family")
         layout.prop(settings, "bind_weights")
         layout.operator("kirin.auto_bind", icon="MOD_ARMATURE")
@@ -221,15 +215,13 @@ class KIRIN_PT_binding(_KirinPanel, bpy.types.Panel):
         row.operator("kirin.show_transfer_mask", text="Fallback").mask = "FALLBACK"
 
 
-class KIRIN_PT_nla(_KirinPanel, bpy.types.Panel):
+class KIRIN_PT_nla(_KirinSection, bpy.types.Panel):
     bl_label = "Takes (NLA)"
-    bl_parent_id = "KIRIN_PT_main"
 
-    def draw(self, context):
-        layout = self.layout
+    def draw_section(self, layout, settings, context):
         obj = context.active_object
         row = layout.row(align=True)
-        row.prop(context.scene.kirin, "nla_track", text="")
+        row.prop(settings, "nla_track", text="")
         row.operator("kirin.bake_to_nla", icon="NLA_PUSHDOWN")
         anim = obj.animation_data if obj is not None else None
         if anim is None:
