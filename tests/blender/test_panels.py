@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from blender_support import activate, headless
@@ -26,10 +28,7 @@ class Recorder:
         assert hasattr(getattr(__import__("bpy").ops, category), name), idname
         self.shown.append(idname)
 
-        class Properties:  # `row.operator(...).mask = "INPAINTED"`
-            pass
-
-        return Properties()
+        return SimpleNamespace()  # the operator's properties: `row.operator(...).mask = "INPAINTED"`
 
     def template_list(self, *args, **_):
         self.shown.append(args[0])
@@ -44,10 +43,10 @@ class Recorder:
         return self
 
     def label(self, **_):
-        pass
+        """Text only: nothing to check."""
 
     def separator(self, **_):
-        pass
+        """Space only: nothing to check."""
 
 
 class StandIn:
