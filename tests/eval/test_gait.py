@@ -1,0 +1,277 @@
+"""The gait measure on constructed motions whose answers are known (numpy only, fast)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from kirin.kirin_addon.eval.gait import (
+    FootTrack,
+    GaitInput,
+    GaitMeasures,
+    contacts,
+    gait_verdict,
+    measure_gait,
+)
+
+# Phase shifts (in cycles) of each foot, by (side, end).
+WALK = {("left", "hind"): 0.0, ("left", "front"): 0.25, ("right", "hind"): 0.5, ("right", "front"): 0.75}
+TROT = {("left", "hind"): 0.0, ("right", "front"): 0.0, ("right", "hind"): 0.5, ("left", "front"): 0.5}
+PACE = {("left", "hind"): 0.0, ("left", "front"): 0.0, ("right", "hind"): 0.5, ("right", "front"): 0.5}
+BOUND = {("left", "front"): 0.0, ("right", "front"): 0.0, ("left", "hind"): 0.5, ("right", "hind"): 0.5}
+BIPED = {("left", "hind"): 0.0, ("right", "hind"): 0.5}
+
+
+def _foot_path(t: np.ndarray, shift: float, freq: float, duty: float, speed: float, offset: np.ndarray,
+               lift: float, slide: float) -> np.ndarray:
+    """(T,3) a sole planted for `duty` of each cycle (creeping forward at `slide` while planted) and
+    swung to its next footfall, which lies one stride (speed / freq) further along −Y."""
+    stride, stance, swing = speed / freq, duty / freq, (1 - duty) / freq
+    cycle = freq * t + shift
+    n, s = np.floor(cycle), cycle % 1.0
+    middle = (n - shift + duty / 2) / freq  # mid-stance time of cycle n: the foot is beside the body then
+    place = offset[1] - speed * middle
+    y_stance = place - slide * (t - middle)
+    lift_off = place - slide * stance / 2
+    landing = place - stride + slide * stance / 2
+    u = np.clip((s - duty) / (1 - duty), 0.0, 1.0)
+    y_swing = lift_off + (landing - lift_off) * (1 - np.cos(np.pi * u)) / 2
+    planted = s < duty
+    y = np.where(planted, y_stance, y_swing)
+    z = np.where(planted, 0.0, lift * np.sin(np.pi * u))
+    assert swing > 0
+    return np.stack([np.full_like(t, offset[0]), y, z], axis=1)
+
+
+def stepping(phases: dict[tuple[str, str], float], freq: float = 1.2, duty: float = 0.6, fps: float = 60.0,
+             seconds: float = 5.0, speed: float = 0.8, lift: float = 0.1, scale: float = 1.0,
+             slide: float = 0.0) -> GaitInput:
+    """A creature of body size `scale` walking along −Y at `speed` body sizes/s, one foot per entry of
+    `phases`; the body sways sideways at the stride frequency (travel must not count the sway)."""
+    t = (np.arange(int(round(seconds * fps))) + 0.5) / fps
+    body = np.stack([0.03 * np.sin(2 * np.pi * freq * t), -speed * t, np.full_like(t, 0.5)], axis=1)
+    feet = []
+    for (side, end), shift in phases.items():
+        offset = np.array([0.15 if side == "left" else -0.15, -0.3 if end == "front" else 0.3])
+        points = _foot_path(t, shift, freq, duty, speed, offset, lift, slide)
+        feet.append(FootTrack(f"{end} {side}", side, end, points * scale))
+    return GaitInput(fps=fps, feet=tuple(feet), body=body * scale, body_size=scale, floor=0.0)
+
+
+def gliding(speed: float = 0.8, fps: float = 60.0, seconds: float = 4.0, glued: bool = False) -> GaitInput:
+    """Frozen legs on a body moving at `speed`: the feet skate along with it, or stay glued to the floor."""
+    t = (np.arange(int(seconds * fps)) + 0.5) / fps
+    body = np.stack([np.zeros_like(t), -speed * t, np.full_like(t, 0.5)], axis=1)
+    feet = []
+    for (side, end) in WALK:
+        offset = np.array([0.15 if side == "left" else -0.15, -0.3 if end == "front" else 0.3, 0.0])
+        points = np.tile(offset, (len(t), 1)) + (0 if glued else body * [1, 1, 0])
+        feet.append(FootTrack(f"{end} {side}", side, end, points))
+    return GaitInput(fps=fps, feet=tuple(feet), body=body, body_size=1.0, floor=0.0)
+
+
+# --------------------------------------------------------------------------- footfalls
+
+
+def test_a_walk_has_its_duty_frequency_and_phases():
+    m = measure_gait(stepping(WALK))
+    assert m.duty == pytest.approx(0.6, abs=0.05)
+    assert all(abs(d - 0.6) < 0.05 for d in m.duty_per_foot.values())
+    assert m.frequency_hz == pytest.approx(1.2, rel=0.05)
+    assert m.contralateral == pytest.approx(-1.0, abs=0.05)
+    assert m.contralateral_phase == pytest.approx(0.5, abs=0.03)
+    assert m.diagonal == pytest.approx(0.0, abs=0.1)  # a walk's diagonals are a quarter cycle apart
+    assert m.diagonal_phase == pytest.approx(0.25, abs=0.03)
+    # The raw 0/1 correlation of alternating feet at duty 0.6 is (0.2 − 0.36) / 0.24 = −2/3.
+    assert m.contralateral_pearson == pytest.approx(-2 / 3, abs=0.08)
+    assert m.travel_speed == pytest.approx(0.8, rel=0.02)
+    assert m.stride_length == pytest.approx(0.8 / 1.2, rel=0.02)
+    assert m.stance_slide < 0.02 and m.penetration == 0.0
+    # Stance carries the foot S·duty back relative to the body; the eased swing overshoots a little.
+    assert 0.40 <= m.swing_amplitude <= 0.44
+
+
+def test_the_contacts_follow_the_footfalls():
+    gait = stepping(WALK, fps=30.0)
+    masks = contacts(gait)
+    t = (np.arange(len(gait.body)) + 0.5) / 30.0
+    planted = ((1.2 * t + WALK[("left", "hind")]) % 1.0) < 0.6
+    assert np.mean(masks["hind left"] == planted) > 0.95
+
+
+def test_a_jittering_sole_keeps_its_footfalls():
+    gait = stepping(WALK)
+    rng = np.random.default_rng(0)
+    noisy = tuple(replace(f, points=f.points + rng.normal(0, 0.003, f.points.shape)) for f in gait.feet)
+    m = measure_gait(replace(gait, feet=noisy))
+    assert m.duty == pytest.approx(0.6, abs=0.05)
+    assert m.frequency_hz == pytest.approx(1.2, rel=0.05)
+    assert m.contralateral == pytest.approx(-1.0, abs=0.05)
+
+
+def test_a_high_duty_walk_still_alternates():
+    m = measure_gait(stepping(WALK, duty=0.75, freq=0.9, speed=0.5))
+    assert m.duty == pytest.approx(0.75, abs=0.05)
+    assert m.contralateral == pytest.approx(-1.0, abs=0.05)
+    assert m.contralateral_pearson > -0.5  # why the verdict does not use the raw correlation
+
+
+@pytest.mark.parametrize("phases, contralateral, diagonal", [
+    (TROT, -1.0, 1.0), (PACE, -1.0, -1.0), (BOUND, 1.0, -1.0),
+])
+def test_trot_pace_and_bound_couple_their_feet(phases, contralateral, diagonal):
+    m = measure_gait(stepping(phases, duty=0.5, freq=1.8, speed=1.5))
+    assert m.duty == pytest.approx(0.5, abs=0.05)
+    assert m.frequency_hz == pytest.approx(1.8, rel=0.05)
+    assert m.contralateral == pytest.approx(contralateral, abs=0.05)
+    assert m.diagonal == pytest.approx(diagonal, abs=0.05)
+    assert m.contralateral_phase == pytest.approx(0.5 if contralateral < 0 else 0.0, abs=0.03)
+    assert m.diagonal_phase == pytest.approx(0.5 if diagonal < 0 else 0.0, abs=0.03)
+
+
+def test_a_biped_has_no_diagonal():
+    m = measure_gait(stepping(BIPED))
+    assert m.contralateral == pytest.approx(-1.0, abs=0.05) and m.diagonal is None
+    assert m.diagonal_phase is None and m.diagonal_pearson is None
+
+
+def test_an_in_place_walk_neither_travels_nor_strides():
+    m = measure_gait(stepping(WALK, speed=1e-9))
+    assert m.frequency_hz == pytest.approx(1.2, rel=0.05)
+    assert m.travel_speed < 1e-3 and m.stride_length < 1e-3
+    assert gait_verdict(m, m, "walk")["gait_like"]
+
+
+@pytest.mark.parametrize("glued", [False, True])
+def test_frozen_legs_on_a_gliding_body_have_no_stride(glued):
+    m = measure_gait(gliding(glued=glued))
+    assert m.frequency_hz is None and m.stride_length is None
+    assert m.duty == pytest.approx(1.0)
+    assert m.contralateral is None and m.diagonal is None and m.contralateral_pearson is None
+    assert m.stance_slide == pytest.approx(0.0 if glued else 0.8, abs=1e-6)
+    verdict = gait_verdict(m, measure_gait(stepping(WALK)), "walk")
+    assert not verdict["gait_like"] and not verdict["no_gliding"] and not verdict["frequency"]
+
+
+def test_too_short_a_clip_has_no_frequency():
+    m = measure_gait(stepping(WALK, seconds=1.0))  # 1.2 cycles
+    assert m.frequency_hz is None and m.contralateral is None
+
+
+# --------------------------------------------------------------------------- soles
+
+
+def test_a_foot_sliding_while_planted():
+    m = measure_gait(stepping(WALK, slide=0.3))
+    assert m.stance_slide == pytest.approx(0.3, abs=0.03)
+    assert m.duty == pytest.approx(0.6, abs=0.05)
+    t = (np.arange(120) + 0.5) / 30.0
+    skate = FootTrack("hind left", "left", "hind", np.stack([np.zeros_like(t), -0.3 * t, 0 * t], 1))
+    alone = measure_gait(GaitInput(30.0, (skate,), np.zeros((120, 3)) + [0, 0, 0.5], 1.0, floor=0.0))
+    assert alone.stance_slide == pytest.approx(0.3, rel=1e-6) and alone.duty == 1.0
+
+
+def test_a_foot_below_the_floor_penetrates():
+    gait = stepping(WALK, scale=2.0)
+    sunk = replace(gait.feet[0], points=gait.feet[0].points - [0, 0, 0.02 * 2.0])
+    m = measure_gait(replace(gait, feet=(sunk, *gait.feet[1:])))
+    assert m.penetration == pytest.approx(0.02, rel=1e-6)
+    assert m.duty == pytest.approx(0.6, abs=0.05)
+    vertices = np.stack([f.points for f in gait.feet], axis=1)
+    vertices[10, 2, 2] = -0.05 * 2.0  # the mesh reaches deeper than the soles
+    assert measure_gait(replace(gait, vertices=vertices)).penetration == pytest.approx(0.05)
+
+
+def test_the_floor_is_estimated_from_the_soles():
+    gait = stepping(WALK)
+    raised = tuple(replace(f, points=f.points + [0, 0, 0.7]) for f in gait.feet)
+    m = measure_gait(replace(gait, feet=raised, floor=None))
+    assert m.floor == pytest.approx(0.7, abs=1e-9)
+    assert m.duty == pytest.approx(measure_gait(gait).duty, abs=1e-9) and m.penetration == 0.0
+
+
+@pytest.mark.parametrize("fps", [24.0, 60.0])
+def test_jerk_of_a_sine(fps):
+    amplitude, freq = 0.05, 1.5
+    t = np.arange(int(4 * fps)) / fps  # six whole cycles
+    points = np.stack([amplitude * np.sin(2 * np.pi * freq * t), 0 * t, 0 * t], 1)
+    foot = FootTrack("hind left", "left", "hind", points * 3.0)
+    m = measure_gait(GaitInput(fps, (foot,), np.zeros((len(t), 3)), body_size=3.0, floor=0.0))
+    assert m.jerk == pytest.approx(amplitude * (2 * np.pi * freq) ** 3 * 2 / np.pi, rel=0.03)
+
+
+# --------------------------------------------------------------------------- invariance
+
+
+def _numbers(m: GaitMeasures) -> dict[str, float]:
+    d = m.as_dict()
+    return {k: v for k, v in d.items() if isinstance(v, float) and k not in ("floor", "jerk")}
+
+
+def test_the_same_motion_at_100_times_the_scale_measures_the_same():
+    small, large = measure_gait(stepping(TROT, duty=0.5)), measure_gait(stepping(TROT, duty=0.5, scale=100.0))
+    assert _numbers(large) == pytest.approx(_numbers(small), rel=1e-6, abs=1e-9)
+    assert large.jerk == pytest.approx(small.jerk, rel=1e-6)
+    assert large.floor == small.floor == 0.0
+
+
+def test_24_and_60_fps_measure_the_same():
+    slow, fast = measure_gait(stepping(WALK, fps=24.0)), measure_gait(stepping(WALK, fps=60.0))
+    assert slow.duty == pytest.approx(fast.duty, abs=0.03)
+    assert slow.frequency_hz == pytest.approx(fast.frequency_hz, rel=0.03)
+    for key in ("contralateral", "contralateral_phase", "diagonal", "diagonal_phase"):
+        assert getattr(slow, key) == pytest.approx(getattr(fast, key), abs=0.05), key
+    for key in ("travel_speed", "stride_length", "swing_amplitude"):
+        assert getattr(slow, key) == pytest.approx(getattr(fast, key), rel=0.03), key
+
+
+def test_as_dict_is_json_ready():
+    d = measure_gait(gliding()).as_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert d["frequency_hz"] is None and isinstance(d["duty_per_foot"]["front left"], float)
+    assert all(v is None or (isinstance(v, float | dict) and (not isinstance(v, float) or math.isfinite(v)))
+               for v in d.values())
+
+
+# --------------------------------------------------------------------------- the verdict
+
+
+def test_a_walk_passes_against_itself():
+    m = measure_gait(stepping(WALK))
+    verdict = gait_verdict(m, m, "walk")
+    assert verdict["gait_like"] and all(verdict.values())
+    assert set(verdict) == {"duty", "frequency", "contralateral", "diagonal", "stance_slide", "penetration",
+                            "jerk", "no_gliding", "gait_like"}
+
+
+def test_a_trot_with_diagonals_out_of_phase_fails():
+    authored = measure_gait(stepping(TROT, duty=0.5, freq=1.8, speed=1.5))
+    assert gait_verdict(authored, authored, "trot")["gait_like"]
+    quarter = {**TROT, ("right", "front"): 0.25, ("left", "front"): 0.75}
+    for phases in (PACE, quarter):
+        generated = measure_gait(stepping(phases, duty=0.5, freq=1.8, speed=1.5))
+        verdict = gait_verdict(generated, authored, "trot")
+        assert not verdict["diagonal"] and not verdict["gait_like"]
+
+
+def test_the_verdict_bounds():
+    authored = measure_gait(stepping(WALK))
+    assert not gait_verdict(measure_gait(stepping(WALK, freq=1.6, speed=0.8 * 1.6 / 1.2)), authored,
+                            "walk")["frequency"]
+    assert not gait_verdict(measure_gait(stepping(WALK, duty=0.8)), authored, "walk")["duty"]
+    assert not gait_verdict(measure_gait(stepping(WALK, slide=0.3)), authored, "walk")["stance_slide"]
+    assert not gait_verdict(replace(authored, penetration=0.02), authored, "walk")["penetration"]
+    assert not gait_verdict(replace(authored, jerk=authored.jerk * 3), authored, "walk")["jerk"]
+    assert gait_verdict(replace(authored, jerk=authored.jerk * 1.5), authored, "walk")["jerk"]
+    # A body that outruns its feet by 50 % glides.
+    assert not gait_verdict(replace(authored, travel_speed=1.2), authored, "walk")["no_gliding"]
+    # A gallop is not held to alternating feet; an unknown kind is an error.
+    bound = measure_gait(stepping(BOUND, duty=0.5, freq=1.8, speed=1.5))
+    assert gait_verdict(bound, bound, "gallop")["gait_like"]
+    assert not gait_verdict(bound, bound, "walk")["contralateral"]
+    with pytest.raises(ValueError):
+        gait_verdict(bound, bound, "hop")
