@@ -1,0 +1,303 @@
+"""Generated motion against the authored clips of held-out rigs, measured on the deformed mesh.
+
+Issue 17's "measure first". For each held-out authored rig (motion_real_support.RIG_FILES: Quaternius
+animals, dinosaurs, monsters, a goblin and a robot, which no training run, bank or calibration sees) and
+each CMU subject-07 walk (joints only), the rig's own clips are read as actions (walk, run/gallop, idle,
+eat, attack, jump, death, hit: `describe_clip_name` of the action's name, or of the trial's text in
+cmu_descriptions.csv), one clip per kind. Each gets a prompt (--prompt-style: "caption", the library's
+canonical paraphrase, "A husky walks."; "heldout", the held-out caption style; "label", the raw clip
+name). Generation runs the panel's path: the scene's Kirin settings (prompt, frames, seed, one variant)
+and `bpy.ops.kirin.generate_motion`, its backend started from the checkout's .venv.
+
+Both the generated action and the authored clip are then measured the same way
+(`kirin_addon/eval/gait.py`): each foot's sole (the lowest ~10 % of the vertices weighted mostly to the
+foot's bones; motion_real_support's docstring says how the feet are found) tracked on the evaluated mesh,
+the mesh centroid as the body path, the rest mesh's lowest vertex as the floor. An authored locomotion
+clip is a loop: it is cycled to --frames frames so it spans as many strides as the generated one; other
+clips play once. Game clips walk in place: an authored loop whose body does not travel is put on a
+treadmill (the floor moves back at the speed its planted feet slide back: the root motion a game would
+add; the row's treadmill_speed), so its contacts, stride and travel read as on the ground. Locomotion
+cases get `gait_verdict(generated, authored, kind)`.
+
+The table prints generated/authored per measure; the summary line the share of locomotion cases that
+are gait-like and the median ratio generated/authored of each measure over them. A filmstrip per case
+(--filmstrips DIR, default docs/motion_real; Workbench, fixed orthographic side camera, checker floor):
+8 frames of the authored clip (once) above 8 of the generated one. These are renders of third-party
+assets: never committed (.gitignore).
+
+Run: .venv/bin/python benchmarks/bench_motion_real.py [--rigs Husky Dog 007_0] [--frames 96] [--seed 0]
+     [--prompt-style caption|heldout|label] [--no-filmstrips] [--filmstrips DIR] [--json out.json]
+     [--assets ../shared/assets] [--device cpu] [--threads 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
+
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+
+from kirin.benchmarks import motion_real_support as support  # noqa: E402
+from kirin.kirin_addon.eval.gait import KINDS as VERDICT_KINDS  # noqa: E402
+from kirin.kirin_addon.eval.gait import FootTrack, GaitInput, gait_verdict, measure_gait  # noqa: E402
+from kirin.kirin_addon.library.captions.heldout import heldout_caption  # noqa: E402
+from kirin.kirin_addon.library.captions.paraphrase import paraphrases  # noqa: E402
+from kirin.operators.headless import common as headless  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSETS = ROOT.parent / "shared" / "assets"
+FILMSTRIPS = ROOT / "docs" / "motion_real"
+PROMPT_STYLES = ("caption", "heldout", "label")
+# The measures of the table, in its order, with their column heads and formats.
+COLUMNS = (("duty", "duty", ".2f"), ("frequency_hz", "Hz", ".2f"), ("contralateral", "contra", "+.2f"),
+           ("contralateral_phase", "c.ph", ".2f"), ("diagonal", "diag", "+.2f"),
+           ("diagonal_phase", "d.ph", ".2f"),
+           ("stance_slide", "slide", ".3f"), ("penetration", "pen", ".3f"), ("travel_speed", "speed", ".2f"),
+           ("stride_length", "stride", ".2f"), ("swing_amplitude", "swing", ".2f"), ("jerk", "jerk", ".0f"))
+RATIO_KEYS = ("duty", "frequency_hz", "stance_slide", "travel_speed", "stride_length", "swing_amplitude",
+              "jerk")
+VERDICT_ALIASES = {"canter": "gallop", "bound": "gallop", "pace": "walk"}
+
+
+@dataclass
+class Options:
+    frames: int = 96
+    seed: int = 0
+    prompt_style: str = "caption"
+    filmstrips: Path | None = FILMSTRIPS
+
+
+# ----------------------------------------------------------------------------- cases
+def rig_files(assets: Path, rigs: list[str] | None = None) -> list[Path]:
+    """The held-out rig files and CMU walks present under `assets`, filtered by substrings of the path."""
+    files = [assets / f for f in support.RIG_FILES] + sorted(assets.glob(support.CMU_GLOB))
+    if rigs:
+        files = [f for f in files if any(r.lower() in str(f.relative_to(assets)).lower() for r in rigs)]
+    return files
+
+
+def prompt_for(clip: support.Clip, style: str, seed: int) -> str:
+    if style == "label":
+        return clip.label.replace("_", " ")
+    if style == "heldout":
+        return heldout_caption(clip.description, seed)
+    return paraphrases(clip.description, n=1, seed=seed)[0]
+
+
+def verdict_kind(clip: support.Clip) -> str:
+    """The gait the verdict checks: the clip's action word where gait.py knows it, else its kind."""
+    word = VERDICT_ALIASES.get(clip.action_word, clip.action_word)
+    return word if word in VERDICT_KINDS else clip.kind
+
+
+# ----------------------------------------------------------------------------- measuring
+def gait_input(character: support.Character, tracks: support.Tracks, fps: float) -> GaitInput:
+    feet = tuple(FootTrack(f.name, f.side, f.end, tracks.soles[k]) for k, f in enumerate(character.feet))
+    return GaitInput(fps, feet, tracks.body, character.body_size, character.floor, tracks.vertices)
+
+
+def measure(character: support.Character, action, frames: list[int], treadmill: bool = False):
+    """(GaitMeasures, Tracks, belt speed) of `action` played at `frames`; `treadmill`: an in-place
+    clip is put on a moving floor (support.on_treadmill) first."""
+    support.use_action(character.arm, action)
+    tracks = support.track(character, frames)
+    belt = 0.0
+    if treadmill:
+        tracks, belt = support.on_treadmill(character, tracks, scene_fps())
+    return measure_gait(gait_input(character, tracks, scene_fps())), tracks, belt
+
+
+def scene_fps() -> float:
+    render = bpy.context.scene.render
+    return render.fps / render.fps_base
+
+
+def generate(character: support.Character, prompt: str, options: Options):
+    """Generate Motion through the panel's settings and operator; the new action."""
+    headless.activate(character.arm)
+    scene = bpy.context.scene
+    scene.frame_start = 1
+    settings = scene.kirin
+    settings.prompt, settings.frames = prompt, options.frames
+    settings.seed, settings.variants = options.seed, 1
+    result = bpy.ops.kirin.generate_motion()
+    if result != {"FINISHED"}:
+        raise support.Unmeasurable("Generate Motion failed (Blender printed the reason above)")
+    return character.arm.animation_data.action
+
+
+def ratio(generated, authored) -> float | None:
+    if generated is None or authored is None or abs(authored) < 1e-12:
+        return None
+    return float(generated) / float(authored)
+
+
+def feet_row(character: support.Character) -> list[dict]:
+    rig = character.rig
+    return [{"name": f.name, "side": f.side, "end": f.end, "bone": rig.names[f.joints[0]],
+             "sole_vertices": int(sum(len(v) for v in f.sole.values())) or len(f.sole_joints)}
+            for f in character.feet]
+
+
+def run_case(character: support.Character, clip: support.Clip, options: Options) -> dict:
+    """One clip: authored and generated measured, verdict (locomotion), filmstrip; the row."""
+    action = bpy.data.actions[clip.action]
+    loop = clip.kind in support.LOCOMOTION
+    prompt = prompt_for(clip, options.prompt_style, options.seed)
+    row = {"rig": character.path.stem, "clip": clip.action, "kind": clip.kind, "prompt": prompt,
+           "fps": scene_fps(), "feet": feet_row(character), "reason": None}
+    began = time.perf_counter()
+    authored_frames = support.clip_frames(action, options.frames, loop)
+    authored, authored_tracks, belt = measure(character, action, authored_frames, treadmill=loop)
+    made = generate(character, prompt, options)
+    row["seconds_generate"] = round(time.perf_counter() - began, 3)
+    generated_frames = list(range(1, options.frames + 1))
+    generated, generated_tracks, _ = measure(character, made, generated_frames)
+    once = support.clip_frames(action, 0, loop)
+    row.update(frames={"authored": len(authored_frames), "authored_clip": len(once),
+                       "generated": len(generated_frames)},
+               authored=authored.as_dict(), generated=generated.as_dict(),
+               ratios={k: ratio(getattr(generated, k), getattr(authored, k)) for k in RATIO_KEYS})
+    row["treadmill_speed"] = round(belt / character.body_size, 4)  # body sizes/s
+    row["verdict"] = gait_verdict(generated, authored, verdict_kind(clip)) if loop else None
+    row["verdict_kind"] = verdict_kind(clip) if loop else None
+    if options.filmstrips is not None:
+        bounds = (np.minimum(authored_tracks.lo, generated_tracks.lo),
+                  np.maximum(authored_tracks.hi, generated_tracks.hi))
+        strips = [support.Strip(action, once, f"authored: {clip.label}"),
+                  support.Strip(made, generated_frames, f"generated: {prompt}")]
+        name = f"{character.path.stem}_{clip.label}".replace(" ", "_").replace("|", "_")
+        path = support.filmstrip(character, strips, bounds, options.filmstrips / f"{name}.png")
+        row["filmstrip"] = str(path)
+    row["seconds"] = round(time.perf_counter() - began, 3)
+    return row
+
+
+def run_file(path: Path, options: Options, descriptions: dict[str, str]) -> list[dict]:
+    """Every case of one rig file; a file or case that cannot be measured gives a row with the reason."""
+    support.clear_scene()
+    base = {"rig": path.stem, "file": str(path)}
+    try:
+        character, actions = support.load_character(path, headless.import_rig_file)
+    except Exception as exc:  # noqa: BLE001 — an import error is a reported case, not a crash
+        return [{**base, "clip": None, "kind": None, "reason": f"{type(exc).__name__}: {exc}"}]
+    texts = {a.name: descriptions[path.stem] for a in actions if path.stem in descriptions}
+    clips = support.read_clips(character, actions, texts)
+    if not clips:
+        return [{**base, "clip": None, "kind": None,
+                 "reason": f"no clip reads as a known action ({', '.join(a.name for a in actions)})"}]
+    rows = []
+    for clip in clips:
+        try:
+            rows.append({**base, **run_case(character, clip, options)})
+        except Exception as exc:  # noqa: BLE001 — one failed case must not drop the others
+            reason = f"{type(exc).__name__}: {exc}"
+            rows.append({**base, "clip": clip.action, "kind": clip.kind, "reason": reason})
+    return rows
+
+
+# ----------------------------------------------------------------------------- report
+def _cell(generated: dict, authored: dict, key: str, fmt: str) -> str:
+    def one(value) -> str:
+        return "–" if value is None else format(value, fmt)
+
+    return f"{one(generated.get(key))}/{one(authored.get(key))}"
+
+
+def table(rows: list[dict]) -> str:
+    """One line per case: generated/authored for each measure, then the verdict."""
+    heads = ["case", "kind", "feet", *(h for _, h, _ in COLUMNS), "verdict"]
+    lines = [" | ".join(heads), "-" * 120]
+    for row in rows:
+        case = f"{row['rig']}/{support.clip_label(row['clip'] or '-')}"
+        if row.get("reason"):
+            lines.append(f"{case} | {row.get('kind') or '-'} | not measured: {row['reason']}")
+            continue
+        cells = [_cell(row["generated"], row["authored"], key, fmt) for key, _, fmt in COLUMNS]
+        verdict = row.get("verdict")
+        if verdict is None:
+            text = "-"
+        else:
+            failed = [k for k, v in verdict.items() if not v and k != "gait_like"]
+            text = "gait-like" if verdict["gait_like"] else "fails " + ",".join(failed)
+        lines.append(" | ".join([case, row["kind"], str(len(row["feet"])), *cells, text]))
+    return "\n".join(lines)
+
+
+def summary(rows: list[dict]) -> dict:
+    """Share of locomotion cases that are gait-like; median generated/authored ratio per measure."""
+    judged = [r for r in rows if r.get("verdict") is not None]
+    medians = {}
+    for key in RATIO_KEYS:
+        values = [r["ratios"][key] for r in judged if r["ratios"].get(key) is not None]
+        medians[key] = float(np.median(values)) if values else None
+    return {"cases": len(rows), "measured": sum(1 for r in rows if not r.get("reason")),
+            "not_measured": sum(1 for r in rows if r.get("reason")), "locomotion": len(judged),
+            "gait_like": sum(1 for r in judged if r["verdict"]["gait_like"]),
+            "checks_passed": {k: sum(1 for r in judged if r["verdict"][k]) for k in
+                              (judged[0]["verdict"] if judged else {})},
+            "median_ratio": medians}
+
+
+def summary_line(info: dict) -> str:
+    ratios = ", ".join(f"{k} {v:.2f}" for k, v in info["median_ratio"].items() if v is not None)
+    share = f"{info['gait_like']}/{info['locomotion']}" if info["locomotion"] else "0/0"
+    return (f"locomotion cases gait-like: {share}; measured {info['measured']}/{info['cases']} cases; "
+            f"median generated/authored over locomotion: {ratios or '-'}")
+
+
+# ----------------------------------------------------------------------------- main
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--assets", type=Path, default=ASSETS)
+    parser.add_argument("--rigs", nargs="*", help="substrings of the rig files' paths (Husky, 007_0, …)")
+    parser.add_argument("--frames", type=int, default=96,
+                        help="generated frames (authored loops are cycled to as many)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prompt-style", choices=PROMPT_STYLES, default="caption")
+    parser.add_argument("--filmstrips", type=Path, default=FILMSTRIPS)
+    parser.add_argument("--no-filmstrips", action="store_true")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(argv)
+    strips = None if args.no_filmstrips else args.filmstrips
+    options = Options(args.frames, args.seed, args.prompt_style, strips)
+    files = rig_files(args.assets, args.rigs)
+    if not files:
+        sys.exit(f"No held-out rig under {args.assets} matches {args.rigs or 'anything'}.")
+    began = time.perf_counter()
+    module = headless.start_with_backend(headless.BackendOptions(device=args.device, threads=args.threads))
+    rows: list[dict] = []
+    try:
+        descriptions = support.cmu_descriptions(args.assets / support.CMU_DESCRIPTIONS)
+        for path in files:
+            rows += run_file(path, options, descriptions)
+    finally:
+        headless.disable_extension(module)
+    info = {**summary(rows), "seconds": round(time.perf_counter() - began, 1), "frames": args.frames,
+            "seed": args.seed, "prompt_style": args.prompt_style}
+    print(table(rows))
+    print(summary_line(info))
+    print(f"{len(rows)} cases in {info['seconds']:.0f} s")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"summary": info, "rows": rows}, indent=2))
+    return {"summary": info, "rows": rows}
+
+
+if __name__ == "__main__":
+    main()

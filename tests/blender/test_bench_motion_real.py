@@ -1,0 +1,54 @@
+"""The real-rig motion benchmark's core: feet and soles found on held-out rigs, an authored walk measured
+as a gait, one case generated end to end (row and filmstrip), and a rig that cannot be measured."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from bench_support import load_benchmark
+
+from assets_support import asset_files
+from blender_support import bpy
+
+ROOT = Path(__file__).resolve().parents[2]
+HUSKY = asset_files("quaternius/animals_pack/Husky.glb")
+ZEBRA = asset_files("quaternius_fbx/farm_animals_animated_/Zebra.fbx")
+pytestmark = [
+    pytest.mark.skipif(not HUSKY or not ZEBRA, reason="../shared/assets is not present"),
+    pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").is_file()
+                       or not (ROOT / "models" / "weights" / "motion" / "model.json").is_file(),
+                       reason="needs the checkout's .venv (the backend's environment) and the motion model"),
+    pytest.mark.slow,
+]
+
+
+def test_motion_real_on_held_out_rigs(blender, tmp_path):
+    bench = load_benchmark("bench_motion_real")
+    support = bench.support
+    headless = bench.headless
+    prefs = bpy.context.preferences.addons[f"bl_ext.{headless.REPO_NAME}.kirin"].preferences
+    prefs.backend_device, prefs.backend_threads = "cpu", 1
+    husky, _ = support.load_character(HUSKY[0], headless.import_rig_file)
+    assert len(husky.feet) == 4 and husky.family == "quadruped"
+    sides = {(s, e) for s in ("left", "right") for e in ("front", "hind")}
+    assert {(f.side, f.end) for f in husky.feet} == sides
+    assert all(sum(len(v) for v in f.sole.values()) >= support.MIN_SOLE for f in husky.feet)
+
+    zebra, actions = support.load_character(ZEBRA[0], headless.import_rig_file)
+    clips = {c.kind: c for c in support.read_clips(zebra, actions)}
+    assert {"walk", "run", "idle"} <= set(clips)
+    options = bench.Options(frames=48, seed=0, filmstrips=tmp_path)
+    row = bench.run_case(zebra, clips["walk"], options)
+    authored = row["authored"]
+    assert 0.3 <= authored["duty"] <= 0.8 and authored["frequency_hz"] is not None
+    assert authored["contralateral"] is not None and authored["contralateral"] < 0
+    assert row["generated"]["duty"] is not None and math.isfinite(row["generated"]["jerk"])
+    assert row["frames"]["generated"] == 48 and "gait_like" in (row["verdict"] or {})
+    assert Path(row["filmstrip"]).is_file() and Path(row["filmstrip"]).stat().st_size > 1000
+    assert bench.table([row]).count("\n") == 2
+
+    missing = bench.run_file(tmp_path / "Nothing.glb", options, {})
+    assert len(missing) == 1 and missing[0]["reason"] and missing[0]["clip"] is None
+    assert "not measured" in bench.table(missing)
