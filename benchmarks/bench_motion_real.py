@@ -14,10 +14,11 @@ Both the generated action and the authored clip are then measured the same way
 foot's bones; motion_real_support's docstring says how the feet are found) tracked on the evaluated mesh,
 the mesh centroid as the body path, the rest mesh's lowest vertex as the floor. An authored locomotion
 clip is a loop: it is cycled to --frames frames so it spans as many strides as the generated one; other
-clips play once. Game clips walk in place: an authored loop whose body does not travel is put on a
-treadmill (the floor moves back at the speed its planted feet slide back: the root motion a game would
-add; the row's treadmill_speed), so its contacts, stride and travel read as on the ground. Locomotion
-cases get `gait_verdict(generated, authored, kind)`.
+clips play once. Game clips walk in place: a clip whose body does not travel, authored or generated,
+is read by gait.py's in-place rule (a foot is planted while it moves backward relative to the body in
+the lower half of its height range; each foot on its own belt, the body on the median belt: stride and
+travel come from those belts; the row's treadmill_speed is the authored median belt, in body sizes/s).
+Clips that travel keep the ground rule. Locomotion cases get `gait_verdict(generated, authored, kind)`.
 
 The table prints generated/authored per measure; the summary line the share of locomotion cases that
 are gait-like and the median ratio generated/authored of each measure over them. A filmstrip per case
@@ -105,15 +106,12 @@ def gait_input(character: support.Character, tracks: support.Tracks, fps: float)
     return GaitInput(fps, feet, tracks.body, character.body_size, character.floor, tracks.vertices)
 
 
-def measure(character: support.Character, action, frames: list[int], treadmill: bool = False):
-    """(GaitMeasures, Tracks, belt speed) of `action` played at `frames`; `treadmill`: an in-place
-    clip is put on a moving floor (support.on_treadmill) first."""
+def measure(character: support.Character, action, frames: list[int]):
+    """(GaitMeasures, Tracks) of `action` played at `frames` (an in-place clip is read on belts by
+    gait.py itself)."""
     support.use_action(character.arm, action)
     tracks = support.track(character, frames)
-    belt = 0.0
-    if treadmill:
-        tracks, belt = support.on_treadmill(character, tracks, scene_fps())
-    return measure_gait(gait_input(character, tracks, scene_fps())), tracks, belt
+    return measure_gait(gait_input(character, tracks, scene_fps())), tracks
 
 
 def scene_fps() -> float:
@@ -133,6 +131,20 @@ def generate(character: support.Character, prompt: str, options: Options):
     if result != {"FINISHED"}:
         raise support.Unmeasurable("Generate Motion failed (Blender printed the reason above)")
     return character.arm.animation_data.action
+
+
+def reference_problem(authored, kind: str, clip_kind: str, feet: int) -> str | None:
+    """Why an authored locomotion clip is not a usable reference (None when it is): it must read as the
+    gait it is named — a stride frequency, a walk's feet down at least 0.45 of the cycle, and for walks
+    and runs of two- and four-legged rigs (not gallops) left and right alternating (≤ −0.5)."""
+    if authored.frequency_hz is None:
+        return "no stride frequency"
+    if clip_kind == "walk" and authored.duty < 0.45:
+        return f"walk duty {authored.duty:.2f} < 0.45"
+    alternating = kind != "gallop" and feet in (2, 4)
+    if alternating and (authored.contralateral is None or authored.contralateral > -0.5):
+        return f"left/right not alternating ({authored.contralateral})"
+    return None
 
 
 def ratio(generated, authored) -> float | None:
@@ -157,19 +169,23 @@ def run_case(character: support.Character, clip: support.Clip, options: Options)
            "fps": scene_fps(), "feet": feet_row(character), "reason": None}
     began = time.perf_counter()
     authored_frames = support.clip_frames(action, options.frames, loop)
-    authored, authored_tracks, belt = measure(character, action, authored_frames, treadmill=loop)
+    authored, authored_tracks = measure(character, action, authored_frames)
     made = generate(character, prompt, options)
     row["seconds_generate"] = round(time.perf_counter() - began, 3)
     generated_frames = list(range(1, options.frames + 1))
-    generated, generated_tracks, _ = measure(character, made, generated_frames)
+    generated, generated_tracks = measure(character, made, generated_frames)
     once = support.clip_frames(action, 0, loop)
     row.update(frames={"authored": len(authored_frames), "authored_clip": len(once),
                        "generated": len(generated_frames)},
                authored=authored.as_dict(), generated=generated.as_dict(),
                ratios={k: ratio(getattr(generated, k), getattr(authored, k)) for k in RATIO_KEYS})
-    row["treadmill_speed"] = round(belt / character.body_size, 4)  # body sizes/s
+    row["treadmill_speed"] = authored.belt_speed  # body sizes/s; None for a clip that travels
     row["verdict"] = gait_verdict(generated, authored, verdict_kind(clip)) if loop else None
     row["verdict_kind"] = verdict_kind(clip) if loop else None
+    feet = len(character.feet)
+    problem = reference_problem(authored, verdict_kind(clip), clip.kind, feet) if loop else None
+    row["reference_usable"] = None if not loop else problem is None
+    row["reference_problem"] = problem
     if options.filmstrips is not None:
         bounds = (np.minimum(authored_tracks.lo, generated_tracks.lo),
                   np.maximum(authored_tracks.hi, generated_tracks.hi))
@@ -229,19 +245,23 @@ def table(rows: list[dict]) -> str:
         else:
             failed = [k for k, v in verdict.items() if not v and k != "gait_like"]
             text = "gait-like" if verdict["gait_like"] else "fails " + ",".join(failed)
+            if not row.get("reference_usable", True):
+                text = f"not a usable reference ({row['reference_problem']}); {text}"
         lines.append(" | ".join([case, row["kind"], str(len(row["feet"])), *cells, text]))
     return "\n".join(lines)
 
 
 def summary(rows: list[dict]) -> dict:
     """Share of locomotion cases that are gait-like; median generated/authored ratio per measure."""
-    judged = [r for r in rows if r.get("verdict") is not None]
+    locomotion = [r for r in rows if r.get("verdict") is not None]
+    judged = [r for r in locomotion if r.get("reference_usable")]
     medians = {}
     for key in RATIO_KEYS:
         values = [r["ratios"][key] for r in judged if r["ratios"].get(key) is not None]
         medians[key] = float(np.median(values)) if values else None
     return {"cases": len(rows), "measured": sum(1 for r in rows if not r.get("reason")),
             "not_measured": sum(1 for r in rows if r.get("reason")), "locomotion": len(judged),
+            "unusable_reference": len(locomotion) - len(judged),
             "gait_like": sum(1 for r in judged if r["verdict"]["gait_like"]),
             "checks_passed": {k: sum(1 for r in judged if r["verdict"][k]) for k in
                               (judged[0]["verdict"] if judged else {})},
@@ -251,7 +271,8 @@ def summary(rows: list[dict]) -> dict:
 def summary_line(info: dict) -> str:
     ratios = ", ".join(f"{k} {v:.2f}" for k, v in info["median_ratio"].items() if v is not None)
     share = f"{info['gait_like']}/{info['locomotion']}" if info["locomotion"] else "0/0"
-    return (f"locomotion cases gait-like: {share}; measured {info['measured']}/{info['cases']} cases; "
+    return (f"locomotion cases gait-like: {share} (excluded: {info['unusable_reference']} whose authored "
+            f"clip is not a usable reference); measured {info['measured']}/{info['cases']} cases; "
             f"median generated/authored over locomotion: {ratios or '-'}")
 
 

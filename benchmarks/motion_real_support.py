@@ -514,46 +514,6 @@ def forward_axis(character: Character) -> np.ndarray:
     return ahead / max(np.linalg.norm(ahead), 1e-12)
 
 
-def on_treadmill(character: Character, tracks: Tracks, fps: float) -> tuple[Tracks, float]:
-    """An in-place clip (its body travels < 0.05 body sizes/s) carried forward at the speed its low feet
-    move back (the speed that stills the most frames of the feet near their lows, within 15 % of their
-    lift or 1 % of body size: `_belt_speed`): the root motion a game engine adds to an in-place loop.
-    Returns the tracks and that speed (world units/s; 0 when the clip travels or its feet do not move
-    back)."""
-    frames = len(tracks.body)
-    duration = max(frames - 1, 1) / fps
-    if np.linalg.norm(tracks.body[-1, :2] - tracks.body[0, :2]) / duration > 0.05 * character.body_size:
-        return tracks, 0.0
-    ahead = forward_axis(character) if character.parts else _posed_forward(tracks)
-    speeds = []
-    for sole in tracks.soles:
-        base, top = np.percentile(sole[:, 2], [5, 95])
-        low = sole[:, 2] - base <= max(0.01 * character.body_size, 0.15 * (top - base))
-        speeds.append(np.gradient(sole[:, :2] @ ahead[:2])[low] * fps)
-    belt = _belt_speed(np.concatenate(speeds), character.body_size)
-    if belt <= 0:
-        return tracks, 0.0
-    shift = (np.arange(frames) / fps * belt)[:, None] * ahead[None]
-    vertices = None if tracks.vertices is None else tracks.vertices + shift[:, None]
-    moved = Tracks(tracks.soles + shift[None], tracks.body + shift, vertices, tracks.lo, tracks.hi)
-    return moved, belt
-
-
-def _belt_speed(speeds: np.ndarray, size: float) -> float:
-    """The belt speed that leaves the most low-foot frames standing still: the v in 0–4 body sizes/s
-    minimising Σ min(|speed + v|, 0.1 body sizes/s) (a robust mode of the backward speeds)."""
-    grid = np.linspace(0.0, 4.0 * size, 401)
-    cost = np.minimum(np.abs(speeds[None, :] + grid[:, None]), 0.1 * size).sum(1)
-    return float(grid[int(np.argmin(cost))])
-
-
-def _posed_forward(tracks: Tracks) -> np.ndarray:
-    """Without a trusted rest frame: the feet's main horizontal axis relative to the body."""
-    relative = np.concatenate([s[:, :2] - tracks.body[:, :2] for s in tracks.soles])
-    _, _, axes = np.linalg.svd(relative - relative.mean(0), full_matrices=False)
-    return np.array([axes[0][0], axes[0][1], 0.0])
-
-
 # ----------------------------------------------------------------------------- filmstrips
 @contextmanager
 def quiet():

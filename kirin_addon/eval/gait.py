@@ -30,6 +30,23 @@ Choices, and why:
   `ContactRules`' fields. The band's bias (a swing's first and last few per cent, still within the
   band) adds ≈ 0.01–0.02 to the duty of a clean constructed walk; generated and authored clips are
   measured alike, so it cancels in the verdict.
+- **In-place clips.** Game clips walk in place (no root motion). A clip whose body's net horizontal
+  displacement is under 0.05 body sizes/s (`in_place_speed`) — authored or generated alike — is read in
+  the frame such a clip makes sense in: relative to the body. A foot is planted while it moves backward
+  relative to the body (faster than 5 % of its peak fore-aft speed, `back_share`) and is in the lower
+  half of its own height range (5th–95th percentile, its low taken no lower than the floor: a paw that
+  dips through the floor at push-off is penetration, not a lower stance), then smoothed as above; a foot
+  that does not swing fore and aft (peak < 0.05 body sizes/s) falls back to the ground rule. Why not one
+  treadmill, nor the ground rule on per-foot belts: authored stance feet ease in and out (the Husky's
+  front paw moves back at 0.15–1.0 body sizes/s within one stance) and front and hind feet move back at
+  different speeds, while front paws may lift only 1.5 % of body size — a speed or band criterion calls
+  half the stance lifted; the direction of the foot relative to the body is what separates stance from
+  swing in an in-place cycle. An eased swing starts at the belt's speed, so its first low frames still
+  count (≈ +0.05 duty on a constructed walk). Each foot then gets its own belt — its median horizontal
+  velocity over its planted frames, the root motion that would hold it still — and the slide, stride and
+  travel measures run on the feet carried against their belts and the body against the median belt:
+  **travel = the median belt speed, stride = each foot's belt × its period** (`belt_speed`,
+  `belt_speed_per_foot`, `in_place`). Swing amplitude and jerk use the clip as it is.
 - **Frequency.** From touchdowns (swing → stance): a foot's stride period is its mean touchdown interval
   (first to last touchdown over the number of intervals, which averages the frame quantisation away);
   the frequency is the median over feet. None when no foot has two touchdowns or the clip spans fewer
@@ -60,7 +77,7 @@ Choices, and why:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -129,6 +146,9 @@ class ContactRules:
     smooth_s: float = 0.05
     floor_percentile: float = 10.0
     min_cycles: float = 1.5
+    in_place_speed: float = 0.05
+    back_share: float = 0.05
+    speed_min_in_place: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -151,10 +171,15 @@ class GaitMeasures:
     floor: float | None = None
     contralateral_pearson: float | None = None
     diagonal_pearson: float | None = None
+    in_place: bool = False
+    belt_speed: float | None = None
+    belt_speed_per_foot: dict[str, float] | None = None
 
     def as_dict(self) -> dict:
         """JSON-ready: plain floats, None for what could not be measured."""
         def plain(value):
+            if isinstance(value, bool):
+                return value
             if isinstance(value, dict):
                 return {k: plain(v) for k, v in value.items()}
             if value is None:
@@ -204,18 +229,23 @@ def estimate_floor(gait: GaitInput, rules: ContactRules = ContactRules()) -> flo
     return float(np.percentile(lowest, rules.floor_percentile))
 
 
-def foot_contact(points: np.ndarray, floor: float, size: float, fps: float,
-                 rules: ContactRules = ContactRules()) -> np.ndarray:
-    """(T,) bool: the sole is near its low, that low is near the floor, and it moves slowly."""
-    height = (points[:, 2] - floor) / size
+def _low_band(height: np.ndarray, rules: ContactRules) -> tuple[float, float]:
+    """(the foot's low, the band above it that counts as near the low), in body sizes (module docstring)."""
     base = float(np.percentile(height, 5))
-    if base > rules.reach:
-        return np.zeros(len(points), dtype=bool)
     lift = float(np.percentile(height, 95)) - base
     low = (height - base < rules.band_max)[1:-1]
     second = np.abs(np.diff(height, n=2))[low] if np.any(low) else np.zeros(1)
     noise = float(np.median(second)) / (0.6745 * math.sqrt(6.0))  # σ of white noise, robust to swings
-    band = min(max(rules.band_share * lift, rules.band_noise * noise, rules.band_min), rules.band_max)
+    return base, min(max(rules.band_share * lift, rules.band_noise * noise, rules.band_min), rules.band_max)
+
+
+def foot_contact(points: np.ndarray, floor: float, size: float, fps: float,
+                 rules: ContactRules = ContactRules()) -> np.ndarray:
+    """(T,) bool: the sole is near its low, that low is near the floor, and it moves slowly."""
+    height = (points[:, 2] - floor) / size
+    base, band = _low_band(height, rules)
+    if base > rules.reach:
+        return np.zeros(len(points), dtype=bool)
     near = height - base < band
     blip = round(rules.smooth_s * fps)
     if np.count_nonzero(~near) <= blip:  # never lifts: it touches the floor throughout (and may skate)
@@ -225,10 +255,73 @@ def foot_contact(points: np.ndarray, floor: float, size: float, fps: float,
     return _smooth(near & (speed < limit), blip)
 
 
+def travels(gait: GaitInput, rules: ContactRules = ContactRules()) -> bool:
+    """Whether the body travels: its net horizontal displacement over the clip, per second, reaches
+    `rules.in_place_speed` body sizes/s. A clip that does not is measured on per-foot belts."""
+    seconds = max(len(gait.body) - 1, 1) / gait.fps
+    net = float(np.linalg.norm(gait.body[-1, :2] - gait.body[0, :2]))
+    return net / seconds >= rules.in_place_speed * gait.body_size
+
+
+def _forward_in_place(gait: GaitInput) -> np.ndarray:
+    """(2,) the fore-aft axis of a clip that does not travel: the feet's main horizontal axis relative to
+    the body, pointing the way the feet move while they are high (swing goes forward)."""
+    relative = np.concatenate([f.points[:, :2] - gait.body[:, :2] for f in gait.feet])
+    _, _, axes = np.linalg.svd(relative - relative.mean(axis=0), full_matrices=False)
+    axis = axes[0]
+    lifted = sum(float(np.sum((f.points[:, 2] - np.median(f.points[:, 2]))
+                              * (np.gradient(f.points[:, :2] - gait.body[:, :2], axis=0) @ axis)))
+                 for f in gait.feet)
+    return axis if lifted >= 0 else -axis
+
+
+def in_place_contact(points: np.ndarray, body: np.ndarray, forward: np.ndarray, floor: float, size: float,
+                     fps: float, rules: ContactRules = ContactRules()) -> np.ndarray:
+    """(T,) bool for a clip that does not travel: the foot moves backward relative to the body (faster
+    than `rules.back_share` of its peak fore-aft speed) while it is in the lower half of its own height
+    range (5th–95th percentile, the low no lower than the floor). A foot that does not swing fore and aft
+    (below `rules.speed_min_in_place` body sizes/s) is read by the ground rule (`foot_contact`)."""
+    height = (points[:, 2] - floor) / size
+    back = -(np.gradient(points[:, :2] - body[:, :2], axis=0) @ forward) * fps / size
+    peak = float(np.percentile(np.abs(back), 95))
+    if peak < rules.speed_min_in_place or float(np.percentile(height, 5)) > rules.reach:
+        return foot_contact(points, floor, size, fps, rules)
+    moving_back = back > rules.back_share * peak
+    low = max(float(np.percentile(height, 5)), 0.0)  # a sole dipping through the floor is not lower stance
+    lower_half = height <= low + 0.5 * (float(np.percentile(height, 95)) - low)
+    return _smooth(moving_back & lower_half, round(rules.smooth_s * fps))
+
+
+def on_belts(gait: GaitInput, rules: ContactRules = ContactRules()) -> tuple[GaitInput, dict, dict]:
+    """Contacts of every foot, and the input with each foot on its own treadmill (module docstring,
+    "In-place clips"): a clip that does not travel has its feet read by `in_place_contact`, each foot
+    carried against its belt (its median backward velocity over its planted frames) and the body
+    against the median belt. Returns (moved input, masks by foot, belt velocities (2,) by foot; empty
+    for a clip that travels, which comes back unchanged with the ground rule's masks)."""
+    floor = estimate_floor(gait, rules)
+    size, fps = gait.body_size, gait.fps
+    if travels(gait, rules):
+        return gait, {f.name: foot_contact(f.points, floor, size, fps, rules) for f in gait.feet}, {}
+    forward = _forward_in_place(gait)
+    masks = {f.name: in_place_contact(f.points, gait.body, forward, floor, size, fps, rules)
+             for f in gait.feet}
+    t = np.arange(len(gait.body))[:, None] / fps
+    belts = {}
+    for f in gait.feet:
+        velocity = np.gradient(f.points[:, :2], axis=0) * fps
+        belts[f.name] = np.median(velocity[masks[f.name]], axis=0) if np.any(masks[f.name]) else np.zeros(2)
+
+    def carried(points: np.ndarray, belt: np.ndarray) -> np.ndarray:
+        return points - np.concatenate([belt[None] * t, np.zeros_like(t)], axis=1)
+
+    feet = tuple(replace(f, points=carried(f.points, belts[f.name])) for f in gait.feet)
+    body = carried(gait.body, np.median(np.stack(list(belts.values())), axis=0))
+    return replace(gait, feet=feet, body=body, floor=floor), masks, belts
+
+
 def contacts(gait: GaitInput, rules: ContactRules = ContactRules()) -> dict[str, np.ndarray]:
     """Each foot's (T,) planted mask, by foot name (for plots and for the benchmark's own checks)."""
-    floor = estimate_floor(gait, rules)
-    return {f.name: foot_contact(f.points, floor, gait.body_size, gait.fps, rules) for f in gait.feet}
+    return on_belts(gait, rules)[1]
 
 
 def touchdowns(mask: np.ndarray) -> np.ndarray:
@@ -398,17 +491,19 @@ def _penetration(gait: GaitInput, floor: float) -> float:
 
 
 def measure_gait(gait: GaitInput, rules: ContactRules = ContactRules()) -> GaitMeasures:
-    """Every gait statistic of one motion (see the module docstring for each definition)."""
+    """Every gait statistic of one motion (see the module docstring for each definition); a clip whose
+    body does not travel is measured on per-foot belts (`on_belts`)."""
     size, fps = gait.body_size, gait.fps
+    moved, masks, belts = on_belts(gait, rules)
     floor = estimate_floor(gait, rules)
-    masks = {f.name: foot_contact(f.points, floor, size, fps, rules) for f in gait.feet}
     periods = [p for m in masks.values() if (p := _foot_period(m, fps, rules.min_cycles)) is not None]
     period = float(np.median(periods)) if periods else None
     freq = 1.0 / period if period else None
     duty_per_foot = {name: _foot_duty(mask) for name, mask in masks.items()}
-    coupled = _couplings(gait.feet, masks, freq, fps)
-    stride = _stride_length(gait.feet, masks)
+    coupled = _couplings(moved.feet, masks, freq, fps)
+    stride = _stride_length(moved.feet, masks)
     points = gait.vertices if gait.vertices is not None else np.stack([f.points for f in gait.feet], 1)
+    speeds = {name: float(np.linalg.norm(v)) / size for name, v in belts.items()}
     return GaitMeasures(
         duty=float(np.mean(list(duty_per_foot.values()))),
         duty_per_foot=duty_per_foot,
@@ -417,15 +512,18 @@ def measure_gait(gait: GaitInput, rules: ContactRules = ContactRules()) -> GaitM
         contralateral_phase=coupled["contralateral_phase"],
         diagonal=coupled["diagonal"],
         diagonal_phase=coupled["diagonal_phase"],
-        stance_slide=_stance_slide(gait.feet, masks, fps) / size,
+        stance_slide=_stance_slide(moved.feet, masks, fps) / size,
         penetration=_penetration(gait, floor) / size,
-        travel_speed=_travel_speed(gait.body, fps, period) / size,
+        travel_speed=_travel_speed(moved.body, fps, period) / size,
         stride_length=stride / size if stride is not None else None,
         swing_amplitude=_swing_amplitude(gait) / size,
         jerk=_jerk(points, fps) / size,
         floor=floor,
         contralateral_pearson=coupled["contralateral_pearson"],
         diagonal_pearson=coupled["diagonal_pearson"],
+        in_place=bool(belts),
+        belt_speed=float(np.median(list(speeds.values()))) if speeds else None,
+        belt_speed_per_foot=speeds or None,
     )
 
 

@@ -36,6 +36,12 @@ def test_motion_real_on_held_out_rigs(blender, tmp_path):
     assert {(f.side, f.end) for f in husky.feet} == sides
     assert all(sum(len(v) for v in f.sole.values()) >= support.MIN_SOLE for f in husky.feet)
 
+    # The Husky's authored Walk is in place: read on per-foot belts it is a walk.
+    walk = next(a for a in bpy.data.actions if support.clip_label(a.name) == "Walk")
+    authored, _ = bench.measure(husky, walk, support.clip_frames(walk, 96, True))
+    assert authored.in_place and 0.45 <= authored.duty <= 0.8 and authored.frequency_hz is not None
+    assert authored.contralateral is not None and authored.contralateral <= -0.5
+
     zebra, actions = support.load_character(ZEBRA[0], headless.import_rig_file)
     clips = {c.kind: c for c in support.read_clips(zebra, actions)}
     assert {"walk", "run", "idle"} <= set(clips)

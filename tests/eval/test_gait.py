@@ -171,7 +171,8 @@ def test_a_foot_sliding_while_planted():
     assert m.duty == pytest.approx(0.6, abs=0.05)
     t = (np.arange(120) + 0.5) / 30.0
     skate = FootTrack("hind left", "left", "hind", np.stack([np.zeros_like(t), -0.3 * t, 0 * t], 1))
-    alone = measure_gait(GaitInput(30.0, (skate,), np.zeros((120, 3)) + [0, 0, 0.5], 1.0, floor=0.0))
+    body = np.stack([np.zeros_like(t), -0.5 * t, np.full_like(t, 0.5)], 1)  # it travels: the ground rule
+    alone = measure_gait(GaitInput(30.0, (skate,), body, 1.0, floor=0.0))
     assert alone.stance_slide == pytest.approx(0.3, rel=1e-6) and alone.duty == 1.0
 
 
@@ -233,8 +234,9 @@ def test_as_dict_is_json_ready():
     d = measure_gait(gliding()).as_dict()
     assert json.loads(json.dumps(d)) == d
     assert d["frequency_hz"] is None and isinstance(d["duty_per_foot"]["front left"], float)
-    assert all(v is None or (isinstance(v, float | dict) and (not isinstance(v, float) or math.isfinite(v)))
-               for v in d.values())
+    assert d["in_place"] is False and d["belt_speed"] is None
+    assert all(v is None or isinstance(v, bool) or (isinstance(v, float | dict) and (
+        not isinstance(v, float) or math.isfinite(v))) for v in d.values())
 
 
 # --------------------------------------------------------------------------- the verdict
@@ -275,3 +277,48 @@ def test_the_verdict_bounds():
     assert not gait_verdict(bound, bound, "walk")["contralateral"]
     with pytest.raises(ValueError):
         gait_verdict(bound, bound, "hop")
+
+
+# --------------------------------------------------------------------------- in-place clips
+
+
+def in_place(front_speed: float = 0.5, hind_speed: float = 0.8, front_lift: float = 0.015,
+             duty: float = 0.6, freq: float = 1.0, fps: float = 24.0) -> GaitInput:
+    """A walk in place, as game clips are authored: each foot's walk along −Y with the root motion taken
+    out, the front stance feet moving back at `front_speed` and the hind at `hind_speed` (body sizes/s),
+    the front paws lifted only `front_lift` body sizes."""
+    t = (np.arange(int(round(5.0 * fps))) + 0.5) / fps
+    body = np.stack([np.zeros_like(t), np.zeros_like(t), np.full_like(t, 0.5)], axis=1)
+    feet = []
+    for (side, end), shift in WALK.items():
+        speed, lift = (front_speed, front_lift) if end == "front" else (hind_speed, 0.1)
+        offset = np.array([0.15 if side == "left" else -0.15, -0.3 if end == "front" else 0.3])
+        points = _foot_path(t, shift, freq, duty, speed, offset, lift, 0.0) + [0, speed, 0] * t[:, None]
+        feet.append(FootTrack(f"{end} {side}", side, end, points))
+    return GaitInput(fps=fps, feet=tuple(feet), body=body, body_size=1.0, floor=0.0)
+
+
+def test_an_in_place_walk_reads_as_a_walk_on_per_foot_belts():
+    m = measure_gait(in_place())
+    assert m.in_place
+    # An eased swing starts at the belt's speed, so its first low frames still move back: ≈ +0.05.
+    assert m.duty == pytest.approx(0.62, abs=0.06)
+    assert all(abs(d - 0.62) < 0.08 for d in m.duty_per_foot.values())
+    assert m.frequency_hz == pytest.approx(1.0, rel=0.05)
+    assert m.contralateral == pytest.approx(-1.0, abs=0.1)
+    assert m.belt_speed_per_foot["front left"] == pytest.approx(0.5, rel=0.05)
+    assert m.belt_speed_per_foot["hind right"] == pytest.approx(0.8, rel=0.05)
+    # Travel is the median belt; strides are each foot's belt over one period.
+    assert m.travel_speed == pytest.approx(m.belt_speed, rel=0.05)
+    assert 0.5 <= m.stride_length <= 0.8 and m.stance_slide < 0.05
+    assert gait_verdict(m, m, "walk")["gait_like"]
+
+
+def test_in_place_and_travelling_walks_measure_alike():
+    travelling = measure_gait(stepping(WALK, freq=1.0, fps=24.0, speed=0.8))
+    still = measure_gait(in_place(front_speed=0.8, hind_speed=0.8, front_lift=0.1))
+    assert not travelling.in_place and travelling.belt_speed is None
+    assert still.duty == pytest.approx(travelling.duty, abs=0.06)
+    assert still.frequency_hz == pytest.approx(travelling.frequency_hz, rel=0.05)
+    assert still.contralateral == pytest.approx(travelling.contralateral, abs=0.1)
+    assert still.travel_speed == pytest.approx(travelling.travel_speed, rel=0.05)
