@@ -12,13 +12,19 @@ and `bpy.ops.kirin.generate_motion`, its backend started from the checkout's .ve
 Both the generated action and the authored clip are then measured the same way
 (`kirin_addon/eval/gait.py`): each foot's sole (the lowest ~10 % of the vertices weighted mostly to the
 foot's bones; motion_real_support's docstring says how the feet are found) tracked on the evaluated mesh,
-the mesh centroid as the body path, the rest mesh's lowest vertex as the floor. An authored locomotion
-clip is a loop: it is cycled to --frames frames so it spans as many strides as the generated one; other
-clips play once. Game clips walk in place: a clip whose body does not travel, authored or generated,
-is read by gait.py's in-place rule (a foot is planted while it moves backward relative to the body in
-the lower half of its height range; each foot on its own belt, the body on the median belt: stride and
-travel come from those belts; the row's treadmill_speed is the authored median belt, in body sizes/s).
-Clips that travel keep the ground rule. Locomotion cases get `gait_verdict(generated, authored, kind)`.
+the mesh centroid as the body path, the rest mesh's lowest vertex as the floor. An authored clip is
+first cut to its motion (a BVH's opening T-pose frame and a hold at the end left out:
+`support.motion_span`). An authored locomotion clip that walks in place is a loop: it is cycled to
+--frames frames (and at least twice) so it spans as many strides as the generated one; a take that
+travels (the CMU walks) plays once, over its own length — cycled, its body would jump back to its start
+at each wrap; other clips play once. Generated clips always have --frames frames: every measure is a
+rate or a share, so the lengths need not match. A CMU take is drawn from the side of the way it walks
+(`support.posed_forward`), each bone a box square to it. Game clips walk in place: a clip whose body
+does not travel, authored or generated, is read by gait.py's in-place rule (a foot is planted while it
+moves backward relative to the body in the lower half of its height range; each foot on its own belt,
+the body on the median belt: stride and travel come from those belts; the row's treadmill_speed is the
+authored median belt, in body sizes/s). Clips that travel keep the ground rule. Locomotion cases get
+`gait_verdict(generated, authored, kind)`.
 
 The table prints generated/authored per measure; the summary line the share of locomotion cases that
 are gait-like and the median ratio generated/authored of each measure over them. A filmstrip per case
@@ -47,6 +53,7 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-b
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
+from kirin.benchmarks import motion_real_filmstrip as filmstrips  # noqa: E402
 from kirin.benchmarks import motion_real_support as support  # noqa: E402
 from kirin.kirin_addon.eval.gait import KINDS as VERDICT_KINDS  # noqa: E402
 from kirin.kirin_addon.eval.gait import FootTrack, GaitInput, gait_verdict, measure_gait  # noqa: E402
@@ -114,6 +121,28 @@ def measure(character: support.Character, action, frames: list[int]):
     return measure_gait(gait_input(character, tracks, scene_fps())), tracks
 
 
+def measure_authored(character: support.Character, action, frames: int, loop: bool):
+    """(frames played, GaitMeasures, Tracks) of an authored clip: played once, and when it is a loop
+    that does not travel (an in-place game cycle) cycled to `frames` frames so it spans as many strides
+    as the generated clip, and at least twice (a loop of one stride has two touchdowns per foot only
+    then). A take that travels is measured over its own length: cycling it would carry the body back to
+    its start at every wrap. Frames that are not motion (`support.motion_span`: a BVH's opening T-pose,
+    a hold at the end) are left out first."""
+    once = support.clip_frames(action, 0, loop)
+    measures, tracks = measure(character, action, once)
+    span = support.motion_span(tracks, character.body_size, loop)
+    if (span.start, span.stop) != (0, len(once)):
+        once = once[span]
+        measures, tracks = measure(character, action, once)
+    tracks.clip_length = len(once)
+    if not loop or not measures.in_place:
+        return once, measures, tracks
+    cycled = [once[k % len(once)] for k in range(max(frames, 2 * len(once)))]
+    measures, tracks = measure(character, action, cycled)
+    tracks.clip_length = len(once)
+    return cycled, measures, tracks
+
+
 def scene_fps() -> float:
     render = bpy.context.scene.render
     return render.fps / render.fps_base
@@ -168,13 +197,12 @@ def run_case(character: support.Character, clip: support.Clip, options: Options)
     row = {"rig": character.path.stem, "clip": clip.action, "kind": clip.kind, "prompt": prompt,
            "fps": scene_fps(), "feet": feet_row(character), "reason": None}
     began = time.perf_counter()
-    authored_frames = support.clip_frames(action, options.frames, loop)
-    authored, authored_tracks = measure(character, action, authored_frames)
+    authored_frames, authored, authored_tracks = measure_authored(character, action, options.frames, loop)
     made = generate(character, prompt, options)
     row["seconds_generate"] = round(time.perf_counter() - began, 3)
     generated_frames = list(range(1, options.frames + 1))
     generated, generated_tracks = measure(character, made, generated_frames)
-    once = support.clip_frames(action, 0, loop)
+    once = authored_frames[:authored_tracks.clip_length]
     row.update(frames={"authored": len(authored_frames), "authored_clip": len(once),
                        "generated": len(generated_frames)},
                authored=authored.as_dict(), generated=generated.as_dict(),
@@ -189,10 +217,11 @@ def run_case(character: support.Character, clip: support.Clip, options: Options)
     if options.filmstrips is not None:
         bounds = (np.minimum(authored_tracks.lo, generated_tracks.lo),
                   np.maximum(authored_tracks.hi, generated_tracks.hi))
-        strips = [support.Strip(action, once, f"authored: {clip.label}"),
-                  support.Strip(made, generated_frames, f"generated: {prompt}")]
+        strips = [filmstrips.Strip(action, once, f"authored: {clip.label}"),
+                  filmstrips.Strip(made, generated_frames, f"generated: {prompt}")]
         name = f"{character.path.stem}_{clip.label}".replace(" ", "_").replace("|", "_")
-        path = support.filmstrip(character, strips, bounds, options.filmstrips / f"{name}.png")
+        heading = support.posed_forward(character, authored_tracks)
+        path = filmstrips.filmstrip(character, strips, bounds, options.filmstrips / f"{name}.png", heading)
         row["filmstrip"] = str(path)
     row["seconds"] = round(time.perf_counter() - began, 3)
     return row
@@ -282,7 +311,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--assets", type=Path, default=ASSETS)
     parser.add_argument("--rigs", nargs="*", help="substrings of the rig files' paths (Husky, 007_0, …)")
     parser.add_argument("--frames", type=int, default=96,
-                        help="generated frames (authored loops are cycled to as many)")
+                        help="generated frames (authored in-place loops are cycled to as many)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prompt-style", choices=PROMPT_STYLES, default="caption")
     parser.add_argument("--filmstrips", type=Path, default=FILMSTRIPS)

@@ -1,5 +1,6 @@
 """The Blender side of bench_motion_real: held-out authored rigs, their clips read as actions, their feet
-and soles, per-frame tracks of the deformed mesh, and filmstrips (Workbench).
+and soles, per-frame tracks of the deformed mesh and the span of a clip that is motion (the filmstrips
+are motion_real_filmstrip's).
 
 Feet: the chain ends of the main tree that touch the ground at rest (`Rig.foot_candidates` in the rig's
 canonical frame, `detect_canonical_frame` with the rest mesh), leaving out tails and IK/pole helpers by
@@ -16,11 +17,7 @@ foot's bones instead.
 from __future__ import annotations
 
 import math
-import os
 import re
-import sys
-import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +57,8 @@ SOLE_SHARE = 0.10  # the lowest share of a foot's vertices at rest
 MIN_SOLE = 4
 MOSTLY = 0.5  # a vertex belongs to a foot when at least this share of its weight is on the foot's bones
 GROUND = 0.10  # a foot's mesh reaches this close to the floor at rest (body sizes)
+JUMP = 0.25  # body sizes in one frame: a clip's first frame this far from its second is not motion
+HOLD = 1e-4  # body sizes in one frame: every tracked point moving less than this holds still
 MAX_VERTICES = 1500  # deformed vertices handed to the measures (penetration), evenly strided
 
 
@@ -480,6 +479,7 @@ class Tracks:
     vertices: np.ndarray | None
     lo: np.ndarray
     hi: np.ndarray
+    clip_length: int = 0  # frames of one play of the clip (set by the caller when it cycles it)
 
 
 def track(character: Character, frames: list[int]) -> Tracks:
@@ -507,163 +507,40 @@ def track(character: Character, frames: list[int]) -> Tracks:
                   allv.reshape(-1, 3).min(0), allv.reshape(-1, 3).max(0))
 
 
+def motion_span(tracks: Tracks, body_size: float, loop: bool) -> slice:
+    """The frames of a clip that are its motion: a first frame that is a jump rather than motion (a sole
+    or the body moves more than JUMP body sizes into the second frame, and more than ten times its
+    median step: a BVH's opening T-pose) is left out, and so is a hold at the end (every tracked point
+    still, below HOLD body sizes a frame: keys that repeat the last pose, as the Zebra's Walk holds for
+    its second half); a loop's last moving frame goes too, as it repeats the first (`clip_frames`)."""
+    points = np.concatenate([tracks.soles, tracks.body[None]], axis=0)  # (F+1,T,3)
+    frames = points.shape[1]
+    if frames < 4:
+        return slice(0, frames)
+    steps = np.linalg.norm(np.diff(points, axis=1), axis=2).max(axis=0) / body_size
+    start = int(steps[0] > JUMP and steps[0] > 10 * float(np.median(steps[1:])))
+    moving = np.flatnonzero(steps[start:] > HOLD) + start
+    if len(moving) == 0:
+        return slice(start, frames)
+    stop = int(moving[-1]) + 2  # the frame after the last step that moves
+    if stop < frames and loop:
+        stop -= 1
+    return slice(start, max(stop, start + 2))
+
+
+def posed_forward(character: Character, tracks: Tracks) -> np.ndarray:
+    """The way the posed figure walks, horizontal, unit: the body's net displacement over `tracks` when
+    it travels a tenth of a body size, else the rest pose's forward (`forward_axis`; a BVH's rest may lie
+    flat, its take travels)."""
+    net = tracks.body[-1] - tracks.body[0]
+    net[2] = 0.0
+    if np.linalg.norm(net) > 0.1 * character.body_size:
+        return net / np.linalg.norm(net)
+    return forward_axis(character)
+
+
 def forward_axis(character: Character) -> np.ndarray:
     """The creature's forward in world space, horizontal, unit."""
     ahead = -(scene_io.object_matrix(character.arm)[:3, :3] @ character.frame.rotation[1])
     ahead[2] = 0.0
     return ahead / max(np.linalg.norm(ahead), 1e-12)
-
-
-# ----------------------------------------------------------------------------- filmstrips
-@contextmanager
-def quiet():
-    """Blender's own prints (a render's "Saved: …") kept off stdout."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with open(os.devnull, "w") as null:
-        os.dup2(null.fileno(), 1)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-
-
-@dataclass
-class Strip:
-    """One row of a filmstrip: an action, the frames it shows and its caption."""
-
-    action: object
-    frames: list[int]
-    caption: str
-
-
-def stick_figure(character: Character) -> bpy.types.Object:
-    """A box per bone, skinned rigidly, for a rig without mesh (render only)."""
-    rig, arm = character.rig, character.arm
-    verts, faces, owner = [], [], []
-    width = 0.012 / character.frame.scale
-    for j in range(rig.joint_count):
-        head, tail = rig.heads[j], rig.tails[j]
-        if np.linalg.norm(tail - head) < 1e-6:
-            continue
-        base = len(verts)
-        for a in (head, tail):
-            for dx, dy in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
-                verts.append(a + width * np.array([dx, dy, 0.0]))
-                owner.append(j)
-        faces += [(base + a, base + b, base + 4 + b, base + 4 + a)
-                  for a, b in ((0, 1), (1, 2), (2, 3), (3, 0))]
-    mesh = bpy.data.meshes.new("Kirin Sticks")
-    mesh.from_pydata([tuple(v) for v in verts], [], faces)
-    obj = bpy.data.objects.new("Kirin Sticks", mesh)
-    bpy.context.scene.collection.objects.link(obj)
-    obj.parent = arm
-    groups = {}
-    for v, j in enumerate(owner):
-        name = rig.names[j]
-        if name not in groups:
-            groups[name] = obj.vertex_groups.new(name=name)
-        groups[name].add([v], 1.0, "REPLACE")
-    obj.modifiers.new("Armature", "ARMATURE").object = arm
-    return obj
-
-
-def _checker_floor(centre: np.ndarray, half: float, height: float, square: float) -> None:
-    count = max(2, min(60, int(math.ceil(2 * half / square))))
-    size = 2 * half / count
-    for parity, shade in ((0, 0.78), (1, 0.45)):
-        verts, faces = [], []
-        for i in range(count):
-            for k in range(count):
-                if (i + k) % 2 != parity:
-                    continue
-                x0, y0 = centre[0] - half + i * size, centre[1] - half + k * size
-                base = len(verts)
-                verts += [(x0, y0, height), (x0 + size, y0, height), (x0 + size, y0 + size, height),
-                          (x0, y0 + size, height)]
-                faces.append((base, base + 1, base + 2, base + 3))
-        mesh = bpy.data.meshes.new(f"Kirin Floor {parity}")
-        mesh.from_pydata(verts, [], faces)
-        obj = bpy.data.objects.new(f"Kirin Floor {parity}", mesh)
-        obj.color = (shade, shade, shade, 1.0)
-        bpy.context.scene.collection.objects.link(obj)
-
-
-def _camera(character: Character, lo: np.ndarray, hi: np.ndarray, aspect: float) -> None:
-    """An orthographic camera from the creature's left, a little above, framing lo–hi."""
-    world = scene_io.object_matrix(character.arm)[:3, :3]
-    rows = character.frame.rotation
-    left = world @ rows[0]
-    left /= np.linalg.norm(left)
-    ahead = -(world @ rows[1])
-    ahead /= np.linalg.norm(ahead)
-    centre = (lo + hi) / 2
-    extent = hi - lo
-    view = left + 0.3 * np.array([0.0, 0.0, 1.0])
-    view /= np.linalg.norm(view)
-    data = bpy.data.cameras.new("Kirin Strip")
-    data.type = "ORTHO"
-    width = abs(float(extent @ ahead)) + 0.15 * character.body_size
-    height = float(extent[2]) + 0.15 * character.body_size
-    data.ortho_scale = max(width, height * aspect) * 1.1
-    distance = float(np.linalg.norm(extent)) * 2 + character.body_size
-    data.clip_start, data.clip_end = distance * 1e-3, distance * 4
-    camera = bpy.data.objects.new("Kirin Strip", data)
-    bpy.context.scene.collection.objects.link(camera)
-    camera.location = centre + view * distance
-    from mathutils import Vector
-
-    camera.rotation_euler = Vector(-view).to_track_quat("-Z", "Y").to_euler()
-    bpy.context.scene.camera = camera
-
-
-def _setup_render(size: tuple[int, int]) -> None:
-    scene = bpy.context.scene
-    scene.render.engine = "BLENDER_WORKBENCH"
-    scene.display.shading.light = "STUDIO"
-    scene.display.shading.color_type = "OBJECT"
-    scene.render.resolution_x, scene.render.resolution_y = size
-    scene.render.resolution_percentage = 100
-    scene.render.image_settings.file_format = "PNG"
-    scene.render.film_transparent = False
-    world = bpy.data.worlds.new("Kirin Strip World")
-    world.color = (0.93, 0.93, 0.95)
-    scene.world = world
-
-
-def filmstrip(character: Character, strips: list[Strip], bounds: tuple[np.ndarray, np.ndarray], path: Path,
-              panels: int = 8, size: tuple[int, int] = (240, 150)) -> Path:
-    """`panels` frames of each strip side by side, one row per strip (top first), fixed camera."""
-    from PIL import Image, ImageDraw
-
-    added = [stick_figure(character)] if not character.parts else []
-    bodies = [p.obj for p in character.parts] + added
-    for obj in bodies:
-        obj.color = (0.85, 0.45, 0.15, 1.0)
-    lo, hi = bounds
-    half = float(np.max(hi[:2] - lo[:2])) / 2 + 0.6 * character.body_size
-    _checker_floor((lo + hi) / 2, half, character.floor, 0.25 * character.body_size)
-    _setup_render(size)
-    _camera(character, lo, hi, size[0] / size[1])
-    sheet = Image.new("RGB", (size[0] * panels, (size[1] + 18) * len(strips)), (255, 255, 255))
-    draw = ImageDraw.Draw(sheet)
-    scene = bpy.context.scene
-    with tempfile.TemporaryDirectory(prefix="kirin-strip-") as tmp:
-        for row, strip in enumerate(strips):
-            use_action(character.arm, strip.action)
-            picks = np.linspace(0, len(strip.frames) - 1, panels).round().astype(int)
-            for col, k in enumerate(picks):
-                scene.frame_set(strip.frames[k])
-                scene.render.filepath = str(Path(tmp) / f"{row}_{col}.png")
-                with quiet():
-                    bpy.ops.render.render(write_still=True)
-                with Image.open(scene.render.filepath) as image:
-                    sheet.paste(image.convert("RGB"), (col * size[0], row * (size[1] + 18) + 18))
-            draw.text((4, row * (size[1] + 18) + 3), strip.caption, fill=(0, 0, 0))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sheet.save(path)
-    for name in [o.name for o in bpy.data.objects if o.name.startswith(("Kirin Floor", "Kirin Strip"))] + \
-            [o.name for o in added]:
-        bpy.data.objects.remove(bpy.data.objects[name])
-    return path

@@ -15,27 +15,35 @@ Choices, and why:
 - **Floor.** Given, or estimated as the 10th percentile over frames of the lowest sole: a planted foot
   is the lowest sole of most frames, a sinking foot on a few frames does not move it, and a clip that
   is airborne part of the time still has its ground frames.
-- **Contacts.** A foot is planted when (a) its sole is within a band above the foot's own low (its
-  5th-percentile height): the band is 5 % of the foot's lift (95th − 5th percentile) or 4 σ of the
-  sole's height noise (σ from the median |second difference| over the frames within 4 % of body size
-  of the low: mostly the stance, where a clean foot's second difference is 0), kept within 0.5–4 % of
-  body size, so a high-stepping foot is not called planted on its way up and a jittering planted one
-  is not lost in its noise; (b) that low is within 10 % of body size of the floor (a leg held up never
-  plants); and (c) it is horizontally slow: below 30 % of the foot's 95th-percentile speed while
-  lifted, or 0.5 body sizes/s, whichever is larger — this drops the skimming start and end of a low
-  swing, yet a planted foot that slides (even at a few tenths of a body size per second) stays planted
-  and shows up as stance slide. A foot that never leaves the band touches the floor throughout: it is
-  planted on every frame however fast it skates (frozen legs on a gliding body: duty 1, large stance
-  slide, no stride). Gaps and blips of up to 0.05 s are smoothed away (gaps first). The thresholds are
-  `ContactRules`' fields. The band's bias (a swing's first and last few per cent, still within the
-  band) adds ≈ 0.01–0.02 to the duty of a clean constructed walk; generated and authored clips are
-  measured alike, so it cancels in the verdict.
+- **Contacts.** A foot's low is its 5th-percentile height, and its band the heights just above it: 5 %
+  of the foot's lift (95th − 5th percentile) or 4 σ of the sole's height noise (σ from the median
+  |second difference| over the frames within 4 % of body size of the low: mostly the stance, where a
+  clean foot's second difference is 0), kept within 0.5–4 % of body size. A foot whose low is more than
+  10 % of body size above the floor never plants (a leg held up); one that never leaves the band
+  touches the floor throughout: it is planted on every frame however fast it skates (frozen legs on a
+  gliding body: duty 1, large stance slide, no stride). Otherwise a foot is planted when (a) it is in
+  the band or in the lower half of its own height range (`lower_share`, the low taken no lower than the
+  floor) — not the band alone: a sole that is a joint inside a rolling foot (a BVH's toe joint, no
+  mesh) rises by a third of its lift through the stance as the heel comes up (CMU walks: 0.036 → 0.074
+  body sizes, lift 0.1), and the band alone read those walks at duty 0.1–0.15; (b) it is horizontally
+  slow: below 30 % of the foot's 95th-percentile speed over its upper half, or 0.5 body sizes/s,
+  whichever is larger — this drops the skimming start and end of a low swing, yet a planted foot that
+  slides (even at a few tenths of a body size per second) stays planted and shows up as stance slide;
+  and (c) outside the band, it is not rising or falling: its vertical speed below 30 % of its
+  95th-percentile vertical speed over its upper half (a swing that lifts straight up before it moves
+  forward is slow horizontally through the lower half of its range). Gaps and blips of up to 0.05 s
+  are smoothed away (gaps first). The thresholds are `ContactRules`' fields. What stays biased (a
+  swing's first and last frames, still low and slow) adds ≈ 0.01–0.02 to the duty of a clean
+  constructed walk; generated and authored clips are measured alike, so it cancels in the verdict.
 - **In-place clips.** Game clips walk in place (no root motion). A clip whose body's net horizontal
   displacement is under 0.05 body sizes/s (`in_place_speed`) — authored or generated alike — is read in
   the frame such a clip makes sense in: relative to the body. A foot is planted while it moves backward
   relative to the body (faster than 5 % of its peak fore-aft speed, `back_share`) and is in the lower
-  half of its own height range (5th–95th percentile, its low taken no lower than the floor: a paw that
-  dips through the floor at push-off is penetration, not a lower stance), then smoothed as above; a foot
+  half of its own height range (as above: 5th–95th percentile, its low taken no lower than the floor: a
+  paw that dips through the floor at push-off is penetration, not a lower stance) — or stands still
+  relative to the body within the band above its low (a pause with the feet down is stance, not a
+  swing: read as lifted, the Zebra's Walk, which holds its last pose for half its keys, measured duty
+  0.29) — then smoothed; a foot
   that does not swing fore and aft (peak < 0.05 body sizes/s) falls back to the ground rule. Why not one
   treadmill, nor the ground rule on per-foot belts: authored stance feet ease in and out (the Husky's
   front paw moves back at 0.15–1.0 body sizes/s within one stance) and front and hind feet move back at
@@ -149,6 +157,7 @@ class ContactRules:
     in_place_speed: float = 0.05
     back_share: float = 0.05
     speed_min_in_place: float = 0.05
+    lower_share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -241,7 +250,8 @@ def _low_band(height: np.ndarray, rules: ContactRules) -> tuple[float, float]:
 
 def foot_contact(points: np.ndarray, floor: float, size: float, fps: float,
                  rules: ContactRules = ContactRules()) -> np.ndarray:
-    """(T,) bool: the sole is near its low, that low is near the floor, and it moves slowly."""
+    """(T,) bool: that low is near the floor, and the sole is low (in the band or the lower half of its
+    range), horizontally slow and, outside the band, not rising or falling (module docstring)."""
     height = (points[:, 2] - floor) / size
     base, band = _low_band(height, rules)
     if base > rules.reach:
@@ -250,9 +260,21 @@ def foot_contact(points: np.ndarray, floor: float, size: float, fps: float,
     blip = round(rules.smooth_s * fps)
     if np.count_nonzero(~near) <= blip:  # never lifts: it touches the floor throughout (and may skate)
         return _smooth(near, blip)
+    low = _lower_part(height, rules) | near
+    if np.all(low):
+        return _smooth(low, blip)
     speed = _horizontal_speed(points, fps) / size
-    limit = max(rules.speed_share * float(np.percentile(speed[~near], 95)), rules.speed_min)
-    return _smooth(near & (speed < limit), blip)
+    limit = max(rules.speed_share * float(np.percentile(speed[~low], 95)), rules.speed_min)
+    rise = np.abs(np.gradient(height)) * fps
+    still = rise < rules.speed_share * float(np.percentile(rise[~low], 95))
+    return _smooth(low & (speed < limit) & (still | near), blip)
+
+
+def _lower_part(height: np.ndarray, rules: ContactRules) -> np.ndarray:
+    """(T,) bool: the sole is in the lower `rules.lower_share` of its own height range (5th–95th
+    percentile, the low taken no lower than the floor: a sole dipping through it is penetration)."""
+    low = max(float(np.percentile(height, 5)), 0.0)
+    return height <= low + rules.lower_share * (float(np.percentile(height, 95)) - low)
 
 
 def travels(gait: GaitInput, rules: ContactRules = ContactRules()) -> bool:
@@ -278,8 +300,9 @@ def _forward_in_place(gait: GaitInput) -> np.ndarray:
 def in_place_contact(points: np.ndarray, body: np.ndarray, forward: np.ndarray, floor: float, size: float,
                      fps: float, rules: ContactRules = ContactRules()) -> np.ndarray:
     """(T,) bool for a clip that does not travel: the foot moves backward relative to the body (faster
-    than `rules.back_share` of its peak fore-aft speed) while it is in the lower half of its own height
-    range (5th–95th percentile, the low no lower than the floor). A foot that does not swing fore and aft
+    than `rules.back_share` of its peak fore-aft speed), or stands still relative to it within the band
+    above its low (a pause with the feet down), while it is in the lower half of its own height range
+    (5th–95th percentile, the low no lower than the floor). A foot that does not swing fore and aft
     (below `rules.speed_min_in_place` body sizes/s) is read by the ground rule (`foot_contact`)."""
     height = (points[:, 2] - floor) / size
     back = -(np.gradient(points[:, :2] - body[:, :2], axis=0) @ forward) * fps / size
@@ -287,9 +310,9 @@ def in_place_contact(points: np.ndarray, body: np.ndarray, forward: np.ndarray, 
     if peak < rules.speed_min_in_place or float(np.percentile(height, 5)) > rules.reach:
         return foot_contact(points, floor, size, fps, rules)
     moving_back = back > rules.back_share * peak
-    low = max(float(np.percentile(height, 5)), 0.0)  # a sole dipping through the floor is not lower stance
-    lower_half = height <= low + 0.5 * (float(np.percentile(height, 95)) - low)
-    return _smooth(moving_back & lower_half, round(rules.smooth_s * fps))
+    base, band = _low_band(height, rules)
+    standing = (np.abs(back) <= rules.back_share * peak) & (height - base < band)  # a pause, feet down
+    return _smooth((moving_back | standing) & _lower_part(height, rules), round(rules.smooth_s * fps))
 
 
 def on_belts(gait: GaitInput, rules: ContactRules = ContactRules()) -> tuple[GaitInput, dict, dict]:

@@ -1,11 +1,13 @@
 """The real-rig motion benchmark's core: feet and soles found on held-out rigs, an authored walk measured
-as a gait, one case generated end to end (row and filmstrip), and a rig that cannot be measured."""
+as a gait, one case generated end to end (row and filmstrip), a rig that cannot be measured, and a CMU
+walk (joints only) that stands, travels once and reads as a walk."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from bench_support import load_benchmark
 
@@ -15,6 +17,7 @@ from blender_support import bpy
 ROOT = Path(__file__).resolve().parents[2]
 HUSKY = asset_files("quaternius/animals_pack/Husky.glb")
 ZEBRA = asset_files("quaternius_fbx/farm_animals_animated_/Zebra.fbx")
+CMU_WALK = asset_files("bvh_cmu_subjects_01_07/007_03.bvh")
 pytestmark = [
     pytest.mark.skipif(not HUSKY or not ZEBRA, reason="../shared/assets is not present"),
     pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").is_file()
@@ -58,3 +61,23 @@ def test_motion_real_on_held_out_rigs(blender, tmp_path):
     missing = bench.run_file(tmp_path / "Nothing.glb", options, {})
     assert len(missing) == 1 and missing[0]["reason"] and missing[0]["clip"] is None
     assert "not measured" in bench.table(missing)
+
+
+@pytest.mark.skipif(not CMU_WALK, reason="the CMU subject-07 walks are not present")
+def test_a_cmu_walk_stands_and_reads_as_a_walk(blender):
+    bench = load_benchmark("bench_motion_real")
+    support = bench.support
+    person, actions = support.load_character(CMU_WALK[0], bench.headless.import_rig_file)
+    assert len(person.feet) == 2 and not person.parts
+    action = actions[0]
+    played, authored, tracks = bench.measure_authored(person, action, 96, loop=True)
+    # Played once (a travelling take is not cycled), its opening T-pose frame left out.
+    assert played == support.clip_frames(action, 0, True)[1:]
+    # It stands: the body centre is well above both soles on every measured frame.
+    assert np.all(tracks.body[:, 2] - tracks.soles[:, :, 2].max(axis=0) > 0.3 * person.body_size)
+    assert not authored.in_place and authored.travel_speed > 0.5
+    assert 0.4 <= authored.duty <= 0.7 and authored.frequency_hz is not None
+    assert authored.contralateral is not None and authored.contralateral <= -0.5
+    heading = support.posed_forward(person, tracks)
+    net = tracks.body[-1, :2] - tracks.body[0, :2]
+    assert float(heading[:2] @ net) > 0.95 * float(np.linalg.norm(net))

@@ -322,3 +322,52 @@ def test_in_place_and_travelling_walks_measure_alike():
     assert still.frequency_hz == pytest.approx(travelling.frequency_hz, rel=0.05)
     assert still.contralateral == pytest.approx(travelling.contralateral, abs=0.1)
     assert still.travel_speed == pytest.approx(travelling.travel_speed, rel=0.05)
+
+
+def rolling(roll: float = 0.035, lift: float = 0.1, fps: float = 30.0) -> GaitInput:
+    """A biped walk (1.2 Hz, duty 0.6) whose soles are joints inside a rolling foot: the sole rises by
+    `roll` through each stance (heel off, the foot rolls onto its toes) and swings from there."""
+    gait = stepping(BIPED, fps=fps, lift=lift)
+    t = (np.arange(len(gait.body)) + 0.5) / fps
+    feet = []
+    for foot in gait.feet:
+        s = (1.2 * t + BIPED[(foot.side, foot.end)]) % 1.0
+        u = np.clip((s - 0.6) / 0.4, 0.0, 1.0)
+        z = np.where(s < 0.6, roll * s / 0.6, roll * (1 - u) + lift * np.sin(np.pi * u))
+        feet.append(replace(foot, points=np.column_stack([foot.points[:, :2], z])))
+    return replace(gait, feet=tuple(feet))
+
+
+def test_a_rolling_foot_stays_planted_through_its_stance():
+    # The stance rises by 35 % of the lift: no narrow band around the low holds it, the lower half of
+    # the foot's height range (and slow) does.
+    m = measure_gait(rolling())
+    assert m.duty == pytest.approx(0.6, abs=0.06)
+    assert m.frequency_hz == pytest.approx(1.2, rel=0.05)
+    assert m.contralateral == pytest.approx(-1.0, abs=0.05)
+    assert m.stride_length == pytest.approx(0.8 / 1.2, rel=0.05)
+
+
+def test_a_foot_lifting_straight_up_is_not_planted_on_its_way():
+    # The constructed swing lifts first (eased fore–aft, sine height): slow horizontally while it rises
+    # through the lower half of its range; its vertical speed keeps it lifted, so the duty stays 0.6.
+    gait = stepping(WALK, lift=0.2)
+    assert measure_gait(gait).duty == pytest.approx(0.6, abs=0.03)
+
+
+def test_an_in_place_walk_that_pauses_keeps_its_feet_down():
+    # Five seconds of an in-place walk, then one second holding the last pose: the held feet that are
+    # down stay planted (a pause is not a swing), so the duty over the walk's cycles does not fall.
+    walk = in_place()
+    frames = len(walk.body)
+    hold = int(walk.fps)
+    def held(points):
+        return np.concatenate([points, np.repeat(points[-1:], hold, axis=0)])
+
+    paused = replace(walk, feet=tuple(replace(f, points=held(f.points)) for f in walk.feet),
+                     body=held(walk.body))
+    m, plain = measure_gait(paused), measure_gait(walk)
+    masks = contacts(paused)
+    down = [f.name for f in walk.feet if contacts(walk)[f.name][-1]]
+    assert down and all(masks[name][frames:].all() for name in down)
+    assert m.in_place and m.frequency_hz == pytest.approx(plain.frequency_hz, rel=0.05)
