@@ -144,20 +144,20 @@ class GaitInput:
 class ContactRules:
     """How a planted foot is recognised (see the module docstring); lengths in body sizes."""
 
-    band_share: float = 0.05
-    band_noise: float = 4.0
-    band_min: float = 0.005
+    band_share: float = 0.05  # the band above a foot's low: this share of its lift …
+    band_noise: float = 4.0  # … or this many σ of its height noise, whichever is larger,
+    band_min: float = 0.005  # kept within these bounds
     band_max: float = 0.04
-    reach: float = 0.10
-    speed_share: float = 0.30
-    speed_min: float = 0.5
-    smooth_s: float = 0.05
-    floor_percentile: float = 10.0
-    min_cycles: float = 1.5
-    in_place_speed: float = 0.05
-    back_share: float = 0.05
-    speed_min_in_place: float = 0.05
-    lower_share: float = 0.5
+    reach: float = 0.10  # a foot whose low is further above the floor never plants (a leg held up)
+    speed_share: float = 0.30  # planted: slower than this share of the foot's swing speed (95th pct.) …
+    speed_min: float = 0.5  # … or than this, body sizes/s, whichever is larger
+    smooth_s: float = 0.05  # gaps and blips up to this long are smoothed away, seconds
+    floor_percentile: float = 10.0  # the floor, when not given: this percentile of the lowest sole
+    min_cycles: float = 1.5  # no stride frequency from fewer cycles than this
+    in_place_speed: float = 0.05  # a body slower than this (body sizes/s) walks in place: per-foot belts
+    back_share: float = 0.05  # in place, planted: moving back faster than this share of the peak speed
+    speed_min_in_place: float = 0.05  # in place, a foot slower than this swings too little: ground rule
+    lower_share: float = 0.5  # planted feet are in this lower share of their height range
 
 
 @dataclass(frozen=True)
@@ -563,17 +563,17 @@ class GaitRules:
     clips (travel ≈ stride × frequency ≈ 0). `jerk_floor`: below it a jerk counts as zero (a still clip).
     """
 
-    duty_tolerance: float = 0.10
-    frequency_tolerance: float = 0.25
-    contralateral_max: float = -0.5
-    diagonal_min: float = 0.5
-    slide_ratio: float = 1.5
-    slide_floor: float = 0.02
-    penetration_max: float = 0.01
-    jerk_low: float = 0.5
-    jerk_high: float = 2.0
+    duty_tolerance: float = 0.10  # duty within ± this of the authored clip's
+    frequency_tolerance: float = 0.25  # stride frequency within ± this share
+    contralateral_max: float = -0.5  # walks, runs, trots: left and right alternate at least this much
+    diagonal_min: float = 0.5  # trots: diagonal feet in step at least this much
+    slide_ratio: float = 1.5  # stance slide at most this × the authored clip's …
+    slide_floor: float = 0.02  # … or this, body sizes/s, whichever is larger
+    penetration_max: float = 0.01  # body sizes below the floor
+    jerk_low: float = 0.5  # jerk within these multiples of the authored clip's: no frozen legs …
+    jerk_high: float = 2.0  # … and no jitter
     jerk_floor: float = 1e-6
-    travel_tolerance: float = 0.20
+    travel_tolerance: float = 0.20  # travel speed = stride length × frequency within this share (no gliding)
     travel_floor: float = 0.05
 
 
