@@ -27,7 +27,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     # Imported when run: ingest and preview need Blender (the bpy module) in the environment.
     from ...operators.headless.library import run_ingest
 
-    report = run_ingest(args.folder, args.out, captions_csv=args.captions, fps=args.fps,
+    report = run_ingest(args.source, args.out, captions_csv=args.captions, fps=args.fps,
                         test_rigs=tuple(filter(None, args.test_rigs.split(","))), seed=args.seed)
     summary = {"clips": len(report["clips"]), "skipped": report["skipped"], "out": report["out"]}
     (Path(args.out) / "ingest_report.json").write_text(json.dumps(report, indent=2))
@@ -76,7 +76,7 @@ def _add_info_parser(sub: argparse._SubParsersAction) -> None:
 
 def _add_data_parsers(data_sub: argparse._SubParsersAction) -> None:
     ingest = data_sub.add_parser("ingest", help="BVH/glTF/FBX files → library clips via Blender's importers")
-    ingest.add_argument("folder")
+    ingest.add_argument("source", help="a BVH/glTF/FBX file, or a folder searched for them")
     ingest.add_argument("--out", required=True, help="folder for the .npz clips and ingest_report.json")
     ingest.add_argument("--captions", help="CSV with columns file, clip, caption (optional species, family)")
     ingest.add_argument("--fps", type=float, default=30.0, help="dataset frame rate")

@@ -33,17 +33,32 @@ def armature_actions(arm: bpy.types.Object) -> list:
     return found
 
 
-def run_ingest(folder: str, out: str, captions_csv: str | None = None, fps: float | None = 30.0,
+def ingest_files(source: str) -> list[Path]:
+    """The BVH/glTF/FBX files `source` names: itself when it is one such file, else every one under it."""
+    from ...kirin_addon.library import ingest
+
+    path = Path(source)
+    if path.is_file():
+        if path.suffix.lower() not in ingest.INGEST_EXTENSIONS:
+            raise ValueError(f"{path.name} is not a BVH, glTF or FBX file.")
+        return [path]
+    if not path.is_dir():
+        raise ValueError(f"No file or folder {source}.")
+    files = sorted(p for p in path.rglob("*") if p.suffix.lower() in ingest.INGEST_EXTENSIONS)
+    if not files:
+        raise ValueError(f"No BVH, glTF or FBX files under {source}.")
+    return files
+
+
+def run_ingest(source: str, out: str, captions_csv: str | None = None, fps: float | None = 30.0,
                test_rigs: tuple[str, ...] = (), seed: int = 0) -> dict:
-    """Import every BVH/glTF/FBX under `folder` with Blender's importers and write one clip per
-    action (resampled to `fps`; None keeps each file's rate), captioned from the CSV and/or species +
-    action name."""
+    """Import a BVH/glTF/FBX file, or every one under a folder, with Blender's importers and write one
+    clip per action (resampled to `fps`; None keeps each file's rate), captioned from the CSV and/or
+    species + action name."""
     from ...kirin_addon.library import ingest
 
     table = ingest.CaptionTable.read(captions_csv) if captions_csv else ingest.CaptionTable()
-    files = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in ingest.INGEST_EXTENSIONS)
-    if not files:
-        raise ValueError(f"No BVH, glTF or FBX files under {folder}.")
+    files = ingest_files(source)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     written, skipped = [], []

@@ -89,3 +89,31 @@ def test_ingest_cli_resamples_and_reports(tmp_path):
     assert len(report["clips"]) == 3 and report["skipped"][0]["file"] == "broken.glb"
     clip = load_clip(tmp_path / "out" / report["clips"][0]["clip"])
     assert clip.motion.fps == 30.0
+
+
+def _kirin(*args: str):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    kirin = Path(sys.executable).with_name("kirin")
+    return subprocess.run([str(kirin), *args], capture_output=True, text=True, timeout=300)
+
+
+def test_ingest_cli_takes_a_single_file(tmp_path):
+    run = _kirin("data", "ingest", str(ASSETS / "khronos_fox" / "Fox.glb"), "--out", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads((tmp_path / "out" / "ingest_report.json").read_text())
+    assert {c["file"] for c in report["clips"]} == {"Fox.glb"} and len(report["clips"]) == 3
+    assert len(list((tmp_path / "out").glob("*.npz"))) == 3
+
+
+def test_ingest_cli_refuses_what_it_cannot_read(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a motion file")
+    for source, words in ((text, "notes.txt is not a BVH, glTF or FBX file"),
+                          (tmp_path / "missing", "No file or folder"),
+                          (tmp_path, "No BVH, glTF or FBX files under")):
+        run = _kirin("data", "ingest", str(source), "--out", str(tmp_path / "out"))
+        assert run.returncode == 2 and words in run.stderr, run.stderr[-2000:]
+        assert not (tmp_path / "out").exists()
