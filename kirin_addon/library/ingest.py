@@ -23,10 +23,15 @@ INGEST_EXTENSIONS = (".bvh", ".glb", ".gltf", ".fbx")
 CAPTIONS_PER_CLIP = 6
 
 
+# The CMU motion capture database's own table of trials (cmu_descriptions.csv).
+CMU_COLUMNS = {"Subject", "Trial #", "Motion Description"}
+
+
 @dataclass
 class CaptionTable:
     """User captions from a CSV with columns file, clip, caption (clip may be empty: whole file);
-    optional species and family columns name the creature."""
+    optional species and family columns name the creature. The CMU database's table of trials
+    (columns Subject, Trial #, Motion Description) reads as the captions of its takes."""
 
     captions: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     species: dict[str, str] = field(default_factory=dict)
@@ -37,8 +42,11 @@ class CaptionTable:
         table = cls()
         with open(path, newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
+            if reader.fieldnames is not None and CMU_COLUMNS <= set(reader.fieldnames):
+                return table._add_cmu_trials(reader, path)
             if reader.fieldnames is None or not {"file", "caption"} <= set(reader.fieldnames):
-                raise ValueError(f"{path}: the captions CSV needs the columns file, clip, caption.")
+                raise ValueError(f"{path}: the captions CSV needs the columns file, clip, caption "
+                                 "(or the CMU table's Subject, Trial #, Motion Description).")
             for row in reader:
                 stem = Path(row["file"]).stem
                 clip = (row.get("clip") or "").strip()
@@ -49,6 +57,23 @@ class CaptionTable:
                 if row.get("family"):
                     table.family[stem] = row["family"].strip()
         return table
+
+    def _add_cmu_trials(self, rows: csv.DictReader, path: str | Path) -> CaptionTable:
+        """Each trial's description captions its take, whichever way the take's file is numbered
+        (the database's 07_01.bvh or a zero-padded 007_01.bvh); every CMU subject is a person."""
+        for row in rows:
+            try:
+                subject, trial = int(row["Subject"]), int(row["Trial #"])
+            except (TypeError, ValueError):
+                message = f"{path}: a CMU trial row without subject and trial numbers: {row}"
+                raise ValueError(message) from None
+            description = (row["Motion Description"] or "").strip()
+            for stem in {f"{subject:02d}_{trial:02d}", f"{subject:03d}_{trial:02d}"}:
+                if description:
+                    self.captions.setdefault((stem, ""), []).append(description)
+                self.species[stem] = "person"
+                self.family[stem] = "biped"
+        return self
 
     def for_clip(self, stem: str, clip: str) -> list[str]:
         return self.captions.get((stem, clip)) or self.captions.get((stem, ""), [])
