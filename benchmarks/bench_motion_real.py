@@ -82,6 +82,7 @@ class Options:
     seed: int = 0
     prompt_style: str = "caption"
     filmstrips: Path | None = FILMSTRIPS
+    locomotion_only: bool = False
 
 
 # ----------------------------------------------------------------------------- cases
@@ -237,6 +238,8 @@ def run_file(path: Path, options: Options, descriptions: dict[str, str]) -> list
         return [{**base, "clip": None, "kind": None, "reason": f"{type(exc).__name__}: {exc}"}]
     texts = {a.name: descriptions[path.stem] for a in actions if path.stem in descriptions}
     clips = support.read_clips(character, actions, texts)
+    if options.locomotion_only:
+        clips = [clip for clip in clips if clip.kind in support.LOCOMOTION]
     if not clips:
         return [{**base, "clip": None, "kind": None,
                  "reason": f"no clip reads as a known action ({', '.join(a.name for a in actions)})"}]
@@ -317,6 +320,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--filmstrips", type=Path, default=FILMSTRIPS)
     parser.add_argument("--no-filmstrips", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--calibration", action="store_true",
+                        help="the calibration rigs (every other authored rig, CMU 01–06), locomotion only")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0)
     return parser.parse_args(argv)
@@ -325,8 +330,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
     strips = None if args.no_filmstrips else args.filmstrips
-    options = Options(args.frames, args.seed, args.prompt_style, strips)
-    files = rig_files(args.assets, args.rigs)
+    options = Options(args.frames, args.seed, args.prompt_style, strips, args.calibration)
+    files = support.calibration_files(args.assets) if args.calibration else rig_files(args.assets, args.rigs)
+    if args.calibration and args.rigs:
+        files = [f for f in files if any(r.lower() in str(f).lower() for r in args.rigs)]
     if not files:
         sys.exit(f"No held-out rig under {args.assets} matches {args.rigs or 'anything'}.")
     began = time.perf_counter()

@@ -43,6 +43,13 @@ RIG_FILES = (
     "quaternius_monsters/big/Dino.glb",
 )
 CMU_GLOB = "bvh_cmu_subjects_01_07/007_*.bvh"
+# The calibration set (issue 17 item 3): every other rig with authored clips, the CMU subjects 01–06.
+CALIBRATION_GLOBS = ("quaternius/animals_pack/*.glb", "quaternius/dinosaurs_pack/*.glb",
+                     "quaternius/modular_men/*.gl*", "quaternius/modular_women/*.gl*",
+                     "quaternius_fbx/*/*.fbx",
+                     "quaternius_monsters/big/*.glb", "khronos_fox/*.glb", "khronos_cesiumman/*.gl*",
+                     "threejs_robotexpressive/*.glb", "luanti_spider/*.gl*",
+                     "bvh_cmu_subjects_01_07/00[1-6]_*.bvh")
 CMU_DESCRIPTIONS = "bvh_cmu_subjects_01_07/cmu_descriptions.csv"
 BVH_FPS = 30  # CMU trials (120/60 fps) are imported at this rate (Blender's BVH fps scaling)
 
@@ -439,6 +446,13 @@ def read_clips(character: Character, actions: list, descriptions: dict[str, str]
             by_kind[kind] = clip
     order = list(dict.fromkeys(KINDS.values()))
     return sorted(by_kind.values(), key=lambda c: order.index(c.kind))
+
+
+def calibration_files(assets: Path) -> list[Path]:
+    """The rigs gaits are calibrated on: CALIBRATION_GLOBS under `assets`, never a held-out one."""
+    held_out = {assets / f for f in RIG_FILES} | set(assets.glob(CMU_GLOB))
+    found = sorted({f for pattern in CALIBRATION_GLOBS for f in assets.glob(pattern)})
+    return [f for f in found if f not in held_out]
 
 
 def cmu_descriptions(path: Path) -> dict[str, str]:

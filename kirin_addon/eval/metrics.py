@@ -418,10 +418,16 @@ class BoneLengthStats:
     worst_joint: str  # child joint of the worst bone ("" when there is none)
 
 
-def bone_length_error(rig: Rig, source: Motion | np.ndarray) -> BoneLengthStats:
-    """Bone-length error of a Motion (0 up to rounding: FK is rigid) or of (T,J,3) positions."""
+def bone_length_error(rig: Rig, source: Motion | np.ndarray,
+                      free: Sequence[int] | np.ndarray | None = None) -> BoneLengthStats:
+    """Bone-length error of a Motion (0 up to rounding: FK is rigid) or of (T,J,3) positions. `free`:
+    joints whose offset from their parent the motion moves on purpose (a body riding on a floor-level
+    root bone, a foot control): their links are left out."""
     positions, _ = positions_and_fps(rig, source, 1.0)
     errors, child = bone_length_errors(positions, rig.parents, rig.heads)
+    if free is not None and len(free):
+        keep = ~np.isin(child, np.asarray(free, dtype=np.int64))
+        errors, child = errors[:, keep], child[keep]
     if errors.size == 0:
         return BoneLengthStats(0.0, 0.0, "")
     per_bone = np.where(np.isfinite(errors), errors, -np.inf).max(axis=0)

@@ -99,11 +99,13 @@ def multimodality(groups: list[np.ndarray], per_prompt: int = 10) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def physical_metrics(canon, positions: np.ndarray, fps: float, features: np.ndarray | None = None) -> dict:
+def physical_metrics(canon, positions: np.ndarray, fps: float, features: np.ndarray | None = None,
+                     free: np.ndarray | None = None) -> dict:
     """Physical metrics of canonical joint positions (T,J,3) (body size 1) on a `CanonicalRig`.
 
     Skating is NaN for rigs without foot candidates (fish, snakes): averaging their zeros would flatter
-    a row. `features` (the model's own (T,J,C) output) add the bone-length error of its `pos` channels."""
+    a row. `features` (the model's own (T,J,C) output) add the bone-length error of its `pos` channels.
+    `free`: joints the motion translates on purpose, whose links the bone-length error leaves out."""
     from ...kirin_addon.eval.metrics import (
         Ground,
         bone_length_error,
@@ -125,7 +127,7 @@ def physical_metrics(canon, positions: np.ndarray, fps: float, features: np.ndar
         ),
         "jitter": jitter(positions, fps, body_size=1.0).mean_jerk,
         "penetration": ground_penetration(shifted, floor=0.0, body_size=1.0).mean_depth,
-        "bone_length_error": bone_length_error(rig, positions).mean_error,
+        "bone_length_error": bone_length_error(rig, positions, free).mean_error,
     }
     if features is not None:
         decoded = positions_from_features(features, rig.main_root, fps)

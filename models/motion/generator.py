@@ -24,7 +24,10 @@ from ...kirin_addon.core.motion import Motion, motion_from_world_deltas, pin_fra
 from ...kirin_addon.core.rig import Rig
 from ...kirin_addon.core.rotations import matrix_to_quat, quat_to_matrix
 from ...kirin_addon.core.skinning import SkinnedMesh
+from ...kirin_addon.generate.construct import construct_locomotion
+from ...kirin_addon.generate.plan import plan_prompt
 from ...kirin_addon.generate.request import GenerateRequest, GenerateRequestError
+from ...kirin_addon.generate.rig_roles import RoleError, detect_roles
 from ...kirin_addon.library.captions.phrasing import stated_direction
 from ..config import DiffusionConfig
 from ..data.cache import MAX_TOKENS
@@ -89,6 +92,7 @@ class SamplingOptions:
     image_encoder: str | None = None  # None: the default image encoder
     bank: MotionBank | None = None  # the library to retrieve from; None: the model's own
     retrieval: RetrievalConfig | None = None  # None: the defaults
+    construct: bool = True  # locomotion by construction where the prompt asks only for gaits
 
 
 @dataclass
@@ -315,6 +319,9 @@ class MotionModel:
             request.check()
         except GenerateRequestError as exc:
             raise GenerationError(str(exc)) from None
+        constructed = self._constructed(prepared, request, options)
+        if constructed is not None:
+            return constructed
         plan = self._plan(prepared, request, options)
         started = time.perf_counter()
         generator = torch.Generator().manual_seed(int(request.seed))
@@ -343,6 +350,35 @@ class MotionModel:
             # A clip's own contacts are exact; the network's are doubted (confirmed by the feet).
             trusted = bool(retrieved) and strengths[v] <= 0.0
             results.append(self._variant(prepared, request, options, plan, features[v], v, report, trusted))
+        return results
+
+    def _constructed(
+        self, prepared: PreparedRig, request: GenerateRequest, options: SamplingOptions
+    ) -> list[Generated] | None:
+        """Locomotion by construction (kirin_addon/generate/construct.py): the gait controllers on the
+        rig's own legs, for a prompt whose every segment is a gait of the rig's family; None where the
+        network makes the request (other actions, a reference image, kept keys, a loop, no legs found)."""
+        if not options.construct or request.prompt is None or request.image is not None:
+            return None
+        if request.keep is not None or request.loop:
+            return None
+        try:
+            roles = detect_roles(prepared.canon.rig)
+        except RoleError:
+            return None
+        plan = plan_prompt(request.prompt, roles.family)
+        if not plan.locomotion:
+            return None
+        results = []
+        for v in range(request.variants):
+            started = time.perf_counter()
+            made = construct_locomotion(prepared.canon, prepared.rig, plan, request.frames, self.fps,
+                                        int(request.seed) + v)
+            features = motion_features(prepared.canon, prepared.rig, made.motion).features
+            contacts = made.contacts[:, _nearest_legs(prepared, made.feet)]
+            report = {**made.report, "seconds_model": time.perf_counter() - started}
+            results.append(Generated(made.motion, features.astype(np.float32), contacts,
+                                     int(request.seed) + v, report))
         return results
 
     def _plan(self, prepared: PreparedRig, request: GenerateRequest, options: SamplingOptions) -> _Plan:
@@ -584,6 +620,15 @@ def crossfade_loop(x0: torch.Tensor, extra: int) -> torch.Tensor:
     out = x0.clone()
     out[:, :extra] = (1 - w) * x0[:, length:] + w * x0[:, :extra]
     return out
+
+
+def _nearest_legs(prepared: PreparedRig, planting: list[int]) -> np.ndarray:
+    """For each of the prepared rig's feet, the constructed leg whose planted joint is nearest at rest."""
+    heads = prepared.canon.rig.heads
+    if not planting:
+        return np.zeros(0, dtype=np.int64)
+    distance = np.linalg.norm(heads[prepared.feet][:, None] - heads[planting][None], axis=-1)
+    return np.argmin(distance, axis=1) if distance.size else np.zeros(0, dtype=np.int64)
 
 
 def identity_frame() -> CanonicalFrame:

@@ -87,17 +87,17 @@ def test_same_seed_same_motion_and_guidance_matters(model_and_rig):
     a = model.generate(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5),
-        SamplingOptions(steps=4, clean=False),
+        SamplingOptions(construct=False, steps=4, clean=False),
     )[0]
     b = model.generate(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5),
-        SamplingOptions(steps=4, clean=False),
+        SamplingOptions(construct=False, steps=4, clean=False),
     )[0]
     c = model.generate(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5, guidance=4.0),
-        SamplingOptions(steps=4, clean=False),
+        SamplingOptions(construct=False, steps=4, clean=False),
     )[0]
     assert np.array_equal(a.motion.rotations, b.motion.rotations)
     assert np.abs(a.features - c.features).max() > 1e-4
@@ -112,12 +112,30 @@ def test_same_seed_same_motion_and_guidance_matters(model_and_rig):
     assert np.abs(now - rest).max() < 1e-9 * creature.rig.body_size
 
 
+def test_gait_prompts_are_made_by_construction_and_other_actions_by_the_network(model_and_rig):
+    """A prompt whose every segment is a gait goes to the gait controllers on the rig's own legs (no
+    sampling, contacts per foot, variants differ); an action the controllers do not make, a loop, or
+    kept keys go to the network."""
+    model, creature, prepared = model_and_rig
+    made = model.generate(prepared, GenerateRequest("a dog walking, then trotting", frames=48, seed=2,
+                                                    variants=2), SamplingOptions(steps=2))
+    assert [m.report["path"] for m in made] == ["constructed"] * 2
+    assert made[0].report["gaits"] == ["walk", "trot"]
+    assert made[0].contacts.shape == (48, prepared.feet.size) and 0.2 < made[0].contacts.mean() < 0.8
+    assert made[0].features.shape[:2] == (48, creature.rig.joint_count)
+    assert np.abs(made[0].motion.rotations - made[1].motion.rotations).max() > 1e-3
+    for request in (GenerateRequest("a dog eating", frames=24), GenerateRequest("a dog trotting", frames=32,
+                                                                               loop=True)):
+        out = model.generate(prepared, request, SamplingOptions(steps=2))[0]
+        assert out.report.get("path") != "constructed"
+
+
 def test_variants_differ_and_frames_odd_lengths(model_and_rig):
     model, _, prepared = model_and_rig
     out = model.generate(
         prepared,
         GenerateRequest("a dog walking", frames=21, seed=1, variants=2),
-        SamplingOptions(steps=3, clean=False),
+        SamplingOptions(construct=False, steps=3, clean=False),
     )
     assert len(out) == 2 and out[0].motion.frame_count == 21
     assert np.abs(out[0].features - out[1].features).max() > 1e-3
@@ -231,7 +249,7 @@ def test_clean_up_locks_the_predicted_contacts(model_and_rig):
     out = model.generate(
         prepared,
         GenerateRequest("a dog walking", frames=24, seed=4),
-        SamplingOptions(steps=3),
+        SamplingOptions(construct=False, steps=3),
     )[0]
     summary = out.report["cleanup"]
     assert isinstance(summary, dict) and "frames_adjusted" in summary
@@ -284,14 +302,14 @@ def test_torch_runner_on_a_device_samples_what_the_network_does(trained, monkeyp
     plain = model.generate(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5),
-        SamplingOptions(steps=4, clean=False),
+        SamplingOptions(construct=False, steps=4, clean=False),
     )[0]
     model.use_torch_device("cpu")
     assert model.device == "cpu" and model.backend == "torch"
     moved = model.generate(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5),
-        SamplingOptions(steps=4, clean=False),
+        SamplingOptions(construct=False, steps=4, clean=False),
     )[0]
     assert np.allclose(plain.features, moved.features, atol=1e-5)
 
@@ -357,7 +375,7 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     out = model.generate(
         prepared,
         GenerateRequest(caption, frames=30),
-        SamplingOptions(bank=bank, retrieval=as_is, clean=False),
+        SamplingOptions(construct=False, bank=bank, retrieval=as_is, clean=False),
     )[0]
     assert out.report["retrieved"]["caption"] == found[0].caption
     loops = bool(bank.cache.records[found[0].record].get("loop"))
@@ -374,7 +392,8 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     edited = model.generate(
         prepared,
         GenerateRequest(caption, frames=30),
-        SamplingOptions(bank=bank, retrieval=RetrievalConfig(strength=0.5), steps=4, clean=False),
+        SamplingOptions(construct=False, bank=bank, retrieval=RetrievalConfig(strength=0.5), steps=4,
+                        clean=False),
     )[0]
     assert "retrieved" in edited.report and np.abs(edited.features - out.features).max() > 1e-3
     # In-betweening: the network blends the kept frames into the retrieved clip; they come back exact.
@@ -382,7 +401,7 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     kept = model.generate(
         prepared,
         GenerateRequest(caption, frames=30, keep=out.motion, keep_frames=frames),
-        SamplingOptions(bank=bank, retrieval=as_is, steps=4, clean=False),
+        SamplingOptions(construct=False, bank=bank, retrieval=as_is, steps=4, clean=False),
     )[0]
     assert kept.report["retrieved"]["strength"] >= 0.5
     # (contacts aside: those of the kept motion are read from its feet, not the library's labels)
@@ -392,7 +411,7 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     many = model.generate(
         prepared,
         GenerateRequest(caption, frames=30, variants=3),
-        SamplingOptions(bank=bank, retrieval=exact, steps=4, clean=False),
+        SamplingOptions(construct=False, bank=bank, retrieval=exact, steps=4, clean=False),
     )
     assert [v.report["retrieved"]["strength"] for v in many][0] == 0.0
     assert any(v.report["retrieved"]["strength"] > 0 for v in many)
@@ -403,7 +422,7 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     plain = model.generate(
         prepared,
         GenerateRequest(caption, frames=30),
-        SamplingOptions(bank=bank, retrieval=strict, steps=2, clean=False),
+        SamplingOptions(construct=False, bank=bank, retrieval=strict, steps=2, clean=False),
     )[0]
     assert "retrieved" not in plain.report
 

@@ -246,7 +246,9 @@ class GenerationService:
             contacts = _contacts_at_rate(np.asarray(item.contacts, bool), self.model_fps, fps, frames)
             # Metrics in the canonical frame and body sizes: the units of the model card's bounds.
             positions = prepared.canon.frame.to_canonical_points(joint_positions(job.rig, motion))
-            metrics = physical_metrics(prepared.canon, positions, fps)
+            moved = motion.translations
+            free = None if moved is None else np.flatnonzero(np.abs(moved).max(axis=(0, 2)) > 0)
+            metrics = physical_metrics(prepared.canon, positions, fps, free=free)
             variants.append(
                 {
                     "seed": int(item.seed),

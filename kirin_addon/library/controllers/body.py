@@ -56,8 +56,25 @@ def _arm_start(limb: Limb) -> int:
     return 1 if len(limb.joints) >= 4 else 0
 
 
+# A hanging arm's lowest point stays above this share of its shoulder's height (a yeti's knuckles do
+# not drag through the floor): long arms hang out to the side.
+ARM_CLEARANCE = 0.8
+
+
+def _hang_direction(rig, limb: Limb, k0: int) -> np.ndarray:
+    """Body-frame direction an arm hangs along: down and a little out, further out when it is long."""
+    joints = limb.joints[k0:]
+    points = np.concatenate([rig.heads[joints], rig.tails[joints[-1:]]])
+    length = float(np.sum(np.linalg.norm(np.diff(points, axis=0), axis=1)))
+    height = float(rig.heads[joints[0], 2])
+    angle = np.arctan(0.15)
+    if length > 1e-9 and length > ARM_CLEARANCE * height:
+        angle = max(angle, float(np.arccos(np.clip(ARM_CLEARANCE * height / length, 0.0, 1.0))))
+    return np.array([np.sin(angle) * limb.side, 0.0, -np.cos(angle)])
+
+
 def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, np.ndarray] | None = None,
-              raise_weight: np.ndarray | None = None) -> None:
+              raise_weight: np.ndarray | None = None, bend: float = 0.35) -> None:
     """Arms hang at the sides and swing fore–aft; an arm in `raise_dir` is lifted towards that direction."""
     rig = poser.rig
     frames = poser.frames
@@ -68,7 +85,7 @@ def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, n
         upper, lower = limb.joints[k0], limb.joints[k0 + 1]
         parent_q = poser.get(int(rig.parents[upper]))
         rest_dir = rig.heads[lower] - rig.heads[upper]
-        hang = np.array([0.15 * limb.side, 0.0, -1.0])
+        hang = _hang_direction(rig, limb, k0)
         amount = swing.get(n, np.zeros(frames))
         body_dir = quat_rotate(about(X_AXIS, -amount), np.broadcast_to(hang, (frames, 3)))
         if raise_dir is not None and n in raise_dir and raise_weight is not None:
@@ -79,7 +96,7 @@ def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, n
         if k0 + 2 < len(limb.joints):
             fore, hand = limb.joints[k0 + 1], limb.joints[k0 + 2]
             fore_rest = rig.heads[hand] - rig.heads[fore]
-            bent = quat_rotate(about(X_AXIS, np.full(frames, -0.35)), body_dir)
+            bent = quat_rotate(about(X_AXIS, np.full(frames, -bend)), body_dir)
             poser.set(fore, aim(q_upper, fore_rest, quat_rotate(parent_q, bent)))
 
 

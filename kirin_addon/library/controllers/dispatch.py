@@ -9,7 +9,10 @@ from ...core.creature import Creature
 from .actions import glide, in_place, jump
 from .axial import axial
 from .common import ControllerError, GeneratedClip, Travel
-from .gaits import FAMILY_GAITS, default_turn, locomotion
+from .gaits import FAMILY_GAITS, GAIT_OVERRIDES, default_turn, locomotion
+
+# A locomotion clip whose body drops further than this (leg lengths) is retried with quicker strides.
+CROUCH_LIMIT = 0.12
 
 ACTIONS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "quadruped": ("walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk", "turn",
@@ -35,7 +38,9 @@ def normalise_segments(segments: list | None, action: str, frames: int | None, f
     out = []
     for seg in segments:
         if isinstance(seg, dict):
-            out.append({"gait": seg["gait"], "duration": float(seg["duration"]), "speed": seg.get("speed")})
+            # "frequency" (Hz) and the GAIT_OVERRIDES are optional: a calibrated tempo and gait.
+            out.append({"gait": seg["gait"], "duration": float(seg["duration"]), "speed": seg.get("speed"),
+                        "frequency": seg.get("frequency"), **{k: seg.get(k) for k in GAIT_OVERRIDES}})
         else:
             out.append({"gait": seg[0], "duration": float(seg[1]), "speed": seg[2] if len(seg) > 2 else None})
     if frames is not None:
@@ -97,7 +102,8 @@ def _legged(creature: Creature, action: str, seed: int, segs: list[dict], fps: f
         trial = [dict(s) for s in segs]
         clip = locomotion(creature, trial, fps, np.random.default_rng(seed), direction, turn_rate or None,
                           stride_mult=1.25**attempt)
-        if clip.metadata["body_drop_max"] <= 0.12 * leg and clip.metadata["unreached_planted"] == 0:
+        crouch = max([CROUCH_LIMIT] + [s["crouch"] + 0.04 for s in segs if s.get("crouch") is not None])
+        if clip.metadata["body_drop_max"] <= crouch * leg and clip.metadata["unreached_planted"] == 0:
             break
     clip.metadata["attempts"] = attempt + 1
     clip.direction = direction

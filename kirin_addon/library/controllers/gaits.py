@@ -4,7 +4,7 @@ together (planted feet, swing arcs, body bob, IK legs) for any number of legs.""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,6 +24,9 @@ MIN_CYCLE_FRAMES = 6.0
 MIN_SWING_FRAMES = 2.0
 # Never fewer than this many (explicit speeds and turn rates may need faster cycles than the above).
 HARD_CYCLE_FRAMES = 4.0
+# The longest stride (in leg lengths) a tempo asked for may take: Alexander's relative stride at a
+# Froude number of about 1 for a walk, up to three times that for a gait with long flight phases.
+MAX_STRIDE = 2.3
 # A default turn may shorten strides by up to this factor before it is made wider.
 TURN_STRIDE = 1.5
 
@@ -44,6 +47,9 @@ class Gait:
     stride_scale: float = 1.0  # multiplies Alexander's relative stride length
     nod: float = 0.04  # head-and-neck pitch oscillation (rad), with the body bob
     crouch: float = 0.08  # body drop (in leg lengths) the stride may count on to reach further
+    lean: float = 0.0  # forward pitch (rad) of the spine while moving (a runner leans into the run)
+    arm_swing: float = 0.35  # fore–aft swing (rad) of arms against the legs of their side
+    elbow: float = 0.35  # forearm bend (rad) of swinging arms
 
 
 GAITS: dict[str, Gait] = {
@@ -63,6 +69,9 @@ GAITS: dict[str, Gait] = {
     "tripod": Gait("tripod", "tripod", 0.55, 0.25, 0.10, 0.01, 2, stride_scale=0.8),
     "wave": Gait("wave", "wave", 0.80, 0.10, 0.10, 0.005, 1, stride_scale=0.8),
 }
+
+# What a locomotion segment may set of its gait (a calibrated tempo; kirin_addon/generate/tempo.py).
+GAIT_OVERRIDES = ("duty", "crouch", "lean", "arm_swing", "elbow")
 
 # Gait names each family accepts for locomotion, and what "walk" means for it.
 FAMILY_GAITS = {
@@ -148,8 +157,12 @@ class _StrideFit:
         # frequencies above what the frame rate can show: capped there).
         return max(min(stride_frequency(gait, v, self.leg_len), self.cap(gait)), self.needed(v, 0.0, gait))
 
-    def segment(self, gait: Gait, speed: float | None, variation: float) -> tuple[float, float, float]:
-        """(speed, stride frequency, turn rate) of one moving segment."""
+    def segment(self, gait: Gait, speed: float | None, variation: float,
+                frequency: float | None = None) -> tuple[float, float, float]:
+        """(speed, stride frequency, turn rate) of one moving segment. A stride `frequency` (Hz) asked
+        for sets the tempo: the speed is then the fastest whose strides the legs reach at it."""
+        if frequency is not None and speed is None:
+            return self._at_frequency(gait, variation * frequency)
         default_speed = speed is None
         if default_speed:
             v = variation * np.sqrt(gait.froude * GRAVITY * self.leg_len)
@@ -166,6 +179,21 @@ class _StrideFit:
         f = min(max(self.base(v, gait), self.needed(v, w, gait)) * self.stride_mult,
                 max(self.f_hard, self.base(v, gait)))
         return v, f, w
+
+    def _at_frequency(self, gait: Gait, frequency: float) -> tuple[float, float, float]:
+        frequency = min(frequency, self.cap(gait))
+        hi = 3.0 * np.sqrt(gait.froude * GRAVITY * self.leg_len)
+        w = float(self.turn_rate) if self.turn_rate is not None else 0.0
+        if self.turn_rate is None and self.direction in ("left", "right", "circle"):
+            w = default_turn(self.direction, 0.0, self.duration, 0.0, self.leg_len)
+        # A running gait flies between stances: its stride may be longer than a walk's.
+        longest = MAX_STRIDE * (1.0 + 2.0 * max(0.0, 0.5 - gait.duty) / 0.5) * self.leg_len
+
+        def fits(x: float) -> bool:  # the legs reach the stride, and it is a stride a leg can take
+            return self.needed(x, w, gait) <= frequency and x <= frequency * longest
+
+        v = _largest(fits, hi)
+        return v, max(frequency, self.needed(v, w, gait)) * self.stride_mult, w
 
     def _bounded_turn(self, gait: Gait, v: float, w: float, default_speed: bool) -> tuple[float, float]:
         # A turn may shorten the stride a little (the outer and far feet sweep further than on a
@@ -207,7 +235,10 @@ def _segment_rates(fit: _StrideFit, segments: list[dict], rng: np.random.Generat
             turns.append(0.0)
             continue
         gait = _gait_for(fit.creature.family, seg["gait"])
-        v, f, w = fit.segment(gait, seg["speed"], variation)
+        for key in GAIT_OVERRIDES:  # calibrated on artists' rigs (kirin_addon/generate/tempo.py)
+            if seg.get(key) is not None:
+                gait = replace(gait, **{key: float(seg[key])})
+        v, f, w = fit.segment(gait, seg["speed"], variation, seg.get("frequency"))
         seg["speed"] = v
         gaits.append(gait)
         speeds.append(v)
@@ -266,7 +297,8 @@ def _body_pose(creature: Creature, profile: Profile, mix: _GaitMix, leg_len: flo
     if creature.spine:
         bends = chain_bends(frames, len(creature.spine))
         bends[:, :, 2] = (spine_turn_bend(turn_clip) / len(creature.spine))[:, None]
-        bends[:, :, 0] = -clip(pitch)[:, None] / len(creature.spine)
+        lean = sum(live[:, k] * g.lean for k, g in enumerate(gaits))
+        bends[:, :, 0] = (clip(lean) - clip(pitch))[:, None] / len(creature.spine)
         pose.spine = bends
     neck = creature.neck + ([creature.head] if creature.head >= 0 else [])
     if neck:
@@ -293,15 +325,20 @@ def _swing_limbs(creature: Creature, legs: list[LegRig], offsets: np.ndarray, mi
     `cycle`: the clip frames' cycle angle); wings stay folded."""
     arms = arm_limbs(creature)
     frames = cycle.shape[0]
+    share = mix.live.sum(axis=0) / max(float(mix.live.sum()), 1e-12)  # each segment's share of the clip
+    amplitude = float(sum(w * g.arm_swing for w, g in zip(share, mix.gaits, strict=True)))
+    elbow = float(sum(w * g.elbow for w, g in zip(share, mix.gaits, strict=True)))
+    if not mix.live.sum():
+        amplitude, elbow = mix.gaits[0].arm_swing, mix.gaits[0].elbow
 
     def extra(poser: Poser) -> None:
         swing = {}
         for n_arm, limb in enumerate(arms):
             same = [i for i, leg in enumerate(legs) if leg.limb.side == limb.side]
             offset = offsets[same[0]] if same else 0.0
-            swing[n_arm] = 0.35 * mix.amp * mix.activity * np.sin(cycle - 2 * np.pi * offset + np.pi)
+            swing[n_arm] = amplitude * mix.amp * mix.activity * np.sin(cycle - 2 * np.pi * offset + np.pi)
         if arms:
-            pose_arms(poser, swing)
+            pose_arms(poser, swing, bend=elbow)
         if creature.limbs_of("wing"):
             pose_wings(poser, np.full(frames, -0.1), np.full(frames, 0.0))
 

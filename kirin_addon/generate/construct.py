@@ -1,0 +1,153 @@
+"""Locomotion made by construction on any rig: the gait controllers drive the rig's own legs.
+
+The rig's roles (rig_roles.py) make it a `Creature` the controllers know: legs solved by IK onto
+planted footholds, swing arcs, body bob, spine, neck and tail bending with the gait. What the
+controllers do not drive comes along: foot controls and pole targets outside the body follow the
+joint they belong to, ears and jaws keep their rest pose on the head. The motion is made in metres
+(the controllers' gaits are set by the Froude number) on the rig in its canonical frame, then
+brought to the rig's own armature space, joint for joint, with whatever translations the
+followers need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.canonical import CanonicalRig
+from ..core.creature import Creature, Limb
+from ..core.motion import Motion, forward_kinematics, motion_from_world_transforms
+from ..core.rig import Rig
+from ..library.controllers.common import Travel
+from ..library.controllers.dispatch import generate as controller_clip
+from .plan import MotionPlan
+from .rig_roles import RigRoles, detect_roles
+
+# Metres per body size the controllers are run at (their stride frequencies follow the Froude number,
+# so this sets the tempo). Artists' files say nothing usable: the same Quaternius husky is 5 m in one
+# export and the fox 108 m in another, so the size is the family's; calibrated against authored
+# clips (docs/calibration.md).
+BODY_METRES = {"quadruped": 1.6, "biped": 1.7, "hexapod": 0.5, "spider": 0.5}
+
+
+@dataclass
+class ConstructedMotion:
+    motion: Motion  # on the rig given, its own armature space
+    contacts: np.ndarray  # (T,L) planted feet, legs in roles.legs order
+    feet: list[int]  # per leg, the rig joint that plants (a tip's foot control where there is one)
+    report: dict = field(default_factory=dict)
+
+
+def creature_of(roles: RigRoles, metres: float) -> Creature:
+    """The rig as the controllers' creature, in metres."""
+    scale = np.diag([metres, metres, metres, 1.0])
+    rig = roles.rig.transformed(scale)
+    limbs = [Limb(list(leg.chain), leg.side, "leg", leg.position, leg.foot, leg.toe) for leg in roles.legs]
+    limbs += [Limb(list(arm), 1 if rig.heads[arm[-1], 0] > 0 else -1, "arm") for arm in roles.arms]
+    return Creature(roles.family, "", rig, None, roles.pelvis, list(roles.spine), list(roles.neck),
+                    roles.head, -1, list(roles.tail), limbs)
+
+
+def _ground_frames(roles: RigRoles, pose: np.ndarray) -> np.ndarray:
+    """(T,4,4) the body's frame on the ground: the pelvis' heading and its path over the floor, no bob,
+    pitch or roll (what a floor-level root bone and the pole targets travel with)."""
+    pelvis = roles.pelvis
+    rest = roles.rig.heads[pelvis]
+    delta = pose[:, pelvis, :3, :3] @ roles.rig.rest[pelvis, :3, :3].T
+    forward = delta @ np.array([0.0, -1.0, 0.0])
+    yaw = np.arctan2(forward[:, 0], -forward[:, 1])
+    c, s = np.cos(yaw), np.sin(yaw)
+    frames = np.repeat(np.eye(4)[None], len(pose), axis=0)
+    frames[:, 0, 0], frames[:, 0, 1], frames[:, 1, 0], frames[:, 1, 1] = c, -s, s, c
+    turned = np.einsum("tij,j->ti", frames[:, :3, :3], rest * np.array([1.0, 1.0, 0.0]))
+    frames[:, :2, 3] = pose[:, pelvis, :2, 3] - turned[:, :2]
+    return frames
+
+
+def _subtree(rig: Rig, top: int) -> np.ndarray:
+    inside = np.zeros(rig.joint_count, dtype=bool)
+    inside[top] = True
+    for j in rig.topological_order:
+        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
+            inside[j] = True
+    return inside
+
+
+def _followed_poses(roles: RigRoles, pose: np.ndarray) -> np.ndarray:
+    """(T,J,4,4) canonical poses of the user's joints: the controllers' for the body; the joints the body
+    hangs from (a floor-level root) and what follows no body joint (pole targets) on the ground frame;
+    each other branch outside the body carried rigidly by the joint it follows."""
+    rig = roles.rig
+    out = pose[:, :roles.joint_count].copy()
+    ground = _ground_frames(roles, pose)
+    above = roles.above_pelvis if not rig.connected[roles.pelvis] else []
+    for j in above:
+        out[:, j] = ground @ rig.rest[j][None]
+    for top, anchor in roles.followers.items():
+        carry = ground if anchor < 0 else pose[:, anchor] @ np.linalg.inv(rig.rest[anchor])[None]
+        for j in np.flatnonzero(_subtree(rig, top)[:roles.joint_count]):
+            out[:, j] = carry @ rig.rest[j][None]
+    return out
+
+
+def _to_armature(canon: CanonicalRig, poses: np.ndarray) -> np.ndarray:
+    """Canonical pose matrices (…,4,4) in the rig's armature space."""
+    out = np.empty_like(poses)
+    out[..., :3, :3] = canon.frame.rotation.T @ poses[..., :3, :3]
+    out[..., :3, 3] = canon.frame.from_canonical_points(poses[..., :3, 3])
+    out[..., 3, :] = (0.0, 0.0, 0.0, 1.0)
+    return out
+
+
+def _only_followers_move(roles: RigRoles, motion: Motion) -> Motion:
+    """The motion with translations on the follower branches' tops alone: every other joint is where its
+    parent's rotation puts it (what is left there is rounding between the rig's two copies of its rest;
+    Blender refuses locations on connected bones)."""
+    if motion.translations is None:
+        return motion
+    moved = np.zeros_like(motion.translations)
+    tops = [top for top in roles.followers if top < motion.joint_count]
+    if roles.above_pelvis and not roles.rig.connected[roles.pelvis]:
+        tops.append(roles.pelvis)  # the body rides on a floor-level root
+    moved[:, tops] = motion.translations[:, tops]
+    return Motion(motion.fps, motion.root_positions, motion.rotations, moved if tops else None)
+
+
+def _planting_joints(roles: RigRoles) -> list[int]:
+    """Per leg, the user's joint that is planted: the foot itself, or the foot control that follows a tip."""
+    feet = []
+    for leg in roles.legs:
+        joint = leg.foot
+        if joint >= roles.joint_count:
+            controls = [top for top, anchor in roles.followers.items() if anchor == leg.foot]
+            joint = controls[0] if controls else leg.chain[-2]
+        feet.append(int(joint))
+    return feet
+
+
+def construct_locomotion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: int, fps: float,
+                         seed: int) -> ConstructedMotion:
+    """`frames` frames of the plan's locomotion on `rig` (canon: the same rig in its canonical frame).
+    RoleError when the rig's legs cannot be found; ControllerError when its family cannot do a gait."""
+    roles = detect_roles(canon.rig)
+    metres = BODY_METRES[roles.family]
+    creature = creature_of(roles, metres)
+    segments = plan.controller_segments(frames / fps)
+    direction = plan.segments[0].direction
+    clip = controller_clip(creature, segments[0]["gait"], seed, frames=frames, fps=fps,
+                           travel=Travel(direction=direction), segments=segments)
+    pose = forward_kinematics(creature.rig, clip.motion)
+    pose[..., :3, 3] /= metres
+    world = _to_armature(canon, _followed_poses(roles, pose))
+    motion = _only_followers_move(roles, motion_from_world_transforms(rig, world, fps))
+    report = {
+        "path": "constructed",
+        "family": roles.family,
+        "legs": len(roles.legs),
+        "gaits": clip.metadata.get("gaits"),
+        "stride_frequency": clip.metadata.get("stride_frequency"),
+        "speed": float(clip.speed) / metres,  # body sizes per second
+        "body_metres": metres,
+    }
+    return ConstructedMotion(motion, np.asarray(clip.contacts, dtype=bool), _planting_joints(roles), report)

@@ -1,0 +1,76 @@
+"""A prompt read as a plan: the segments of motion it asks for, each an action with its pace and direction.
+
+"a wolf trotting forward, then sitting down" → trot forward, then sit. The words come from the clip-name
+reader the library's captions use (`describe_clip_name`), with the family's own names for each gait
+("running" is a gallop for a quadruped, a run for a biped). The species in a prompt says nothing here:
+the rig is already given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..library.captions.clip_names import describe_clip_name
+from ..library.controllers.dispatch import ACTIONS_BY_FAMILY
+from ..library.controllers.gaits import FAMILY_GAITS
+from .tempo import tempo_of
+
+# Default pace of a speed word, as a share of the gait's own speed.
+PACE_WORDS = {"slowly": 0.7, "quickly": 1.3}
+DIRECTIONS = {"forward": "forward", "backward": "backward", "left": "left", "right": "right",
+              "in a circle": "circle"}
+
+
+@dataclass(frozen=True)
+class Segment:
+    action: str  # a controller action of the family ("walk", "gallop", "sit"…)
+    share: float  # of the clip's length
+    pace: float = 1.0  # multiplies the gait's own speed
+    direction: str = "forward"
+
+
+@dataclass(frozen=True)
+class MotionPlan:
+    family: str
+    segments: tuple[Segment, ...]
+
+    @property
+    def locomotion(self) -> bool:
+        """Every segment is a gait of the family (what the gait controllers make on any rig)."""
+        gaits = FAMILY_GAITS.get(self.family, {})
+        return bool(self.segments) and all(s.action in gaits for s in self.segments)
+
+    def controller_segments(self, seconds: float) -> list[dict]:
+        """The controllers' segment dicts over a clip of `seconds`, at the calibrated tempo of each gait."""
+        total = sum(s.share for s in self.segments)
+        out = []
+        for s in self.segments:
+            tempo = tempo_of(self.family, s.action, s.pace)
+            segment = {"gait": s.action, "duration": seconds * s.share / total, "speed": None}
+            if tempo is not None:
+                segment.update(frequency=tempo.frequency, **tempo.gait_overrides())
+            out.append(segment)
+        return out
+
+
+def plan_prompt(prompt: str, family: str) -> MotionPlan:
+    """The plan a prompt asks of a rig of `family`; actions the family has no controller for are kept by
+    name (the plan is then not `locomotion`)."""
+    description = describe_clip_name(prompt, "", family)
+    parts = description.parts()
+    allowed = ACTIONS_BY_FAMILY.get(family, ())
+    gaits = FAMILY_GAITS.get(family, {})
+    segments = []
+    for part in parts:
+        action = part.action
+        if action not in allowed and action in ("run", "gallop", "canter"):
+            action = "run" if "run" in gaits else "gallop"
+        segments.append(Segment(action, 1.0, PACE_WORDS.get(part.speed_word or "", 1.0),
+                                DIRECTIONS.get(part.direction or "forward", "forward")))
+    merged: list[Segment] = []
+    for segment in segments:  # "walks, walks on" is one walk
+        if merged and merged[-1].action == segment.action and merged[-1].direction == segment.direction:
+            last = merged.pop()
+            segment = Segment(last.action, last.share + segment.share, last.pace, last.direction)
+        merged.append(segment)
+    return MotionPlan(family, tuple(merged))

@@ -1,0 +1,383 @@
+"""What the joints of an artist's rig are for, read from its skeleton in the canonical frame.
+
+Real rigs are not the project's procedural creatures: a leg chain often stops at the shin while the
+foot hangs from an IK control bone under the root (Quaternius' `IKBackLeg.L → FFB.L`, `Foot.L`
+beside `Body`), pole targets float in front of the knees, and the body root may sit on the floor
+below the hips. The roles found here are the ones the gait controllers drive (pelvis, spine, neck,
+head, tail, legs, arms), plus, for every joint outside the body's tree, the body joint it follows
+rigidly (a foot control follows the end of its leg). Where a leg chain stops short of its foot, a
+tip joint is added at the foot control's head, so the leg solved by IK ends on the ground.
+
+numpy only; canonical frame (+Z up, facing −Y, left on +X, body size 1, feet near z = 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.creature import CENTRE, LEFT, RIGHT
+from ..core.rig import Rig, side_of
+
+# A chain end counts as on the ground when its lowest point is this close to the floor (body sizes).
+GROUND = 0.12
+# A joint outside the body follows the body joint whose head is nearest, when that is this close…
+FOLLOW_NEAR = 0.35
+# … and one this close to a body leaf's head extends that leaf: the leg's tip is put there.
+SAME_POINT = 0.03
+# Chain joints whose heads are within this of the lowest one are the foot: the ankle of a foot flat on
+# the floor, with its toes (a human ankle is ~0.045 of the body's height above its sole).
+FOOT_LEVEL = 0.06
+# A limb's chain must drop at least this share of its length to be a leg (tails and arms do not).
+DROP_SHARE = 0.5
+# Joints further than this from the midline are on a side (body sizes).
+SIDE = 0.02
+# The floor-touching leaves of one foot (toes, heel) lie within this of each other (body sizes).
+FOOT_SPREAD = 0.08
+FAMILY_BY_LEGS = {2: "biped", 4: "quadruped", 6: "hexapod", 8: "spider"}
+
+
+class RoleError(ValueError):
+    """A rig whose legs cannot be found; the message is user-facing."""
+
+
+@dataclass(frozen=True)
+class LegRole:
+    chain: tuple[int, ...]  # girdle → foot (joint indices of the working rig: tips included)
+    foot: int
+    toe: int  # -1: none
+    side: int  # LEFT, CENTRE or RIGHT
+    position: str  # "front", "middle", "hind" or "" (bipeds)
+
+
+@dataclass
+class RigRoles:
+    """Roles on the working rig: the canonical rig with a tip joint appended where a leg stops short."""
+
+    rig: Rig  # the working rig (joints 0..J-1 are the user's, then the tips)
+    joint_count: int  # the user's joints
+    family: str
+    pelvis: int
+    spine: list[int]
+    neck: list[int]
+    head: int
+    tail: list[int]
+    legs: list[LegRole]
+    arms: list[list[int]]
+    # joint outside the body tree → the working-rig joint it follows rigidly (its whole subtree comes along)
+    followers: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def above_pelvis(self) -> list[int]:
+        """The joints the pelvis hangs from (a root bone on the floor beneath the body), root first."""
+        return _ancestors(self.rig, self.pelvis)[::-1]
+
+    @property
+    def tips(self) -> list[int]:
+        return list(range(self.joint_count, self.rig.joint_count))
+
+
+# ----------------------------------------------------------------------------- tree helpers
+def _subtree(rig: Rig, top: int) -> np.ndarray:
+    inside = np.zeros(rig.joint_count, dtype=bool)
+    inside[top] = True
+    for j in rig.topological_order:
+        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
+            inside[j] = True
+    return inside
+
+
+def _ancestors(rig: Rig, joint: int) -> list[int]:
+    out = []
+    parent = int(rig.parents[joint])
+    while parent >= 0:
+        out.append(parent)
+        parent = int(rig.parents[parent])
+    return out
+
+
+def _common_ancestor(rig: Rig, joints: list[int]) -> int:
+    """The deepest joint that is (or is an ancestor of) every joint in `joints`."""
+    paths = [[j, *_ancestors(rig, j)][::-1] for j in joints]
+    common = -1
+    for level in zip(*paths, strict=False):
+        if len(set(level)) != 1:
+            break
+        common = level[0]
+    if common < 0:
+        raise RoleError("The legs of this rig hang from different roots: Kirin cannot find its body.")
+    return int(common)
+
+
+def _path(rig: Rig, top: int, bottom: int) -> list[int]:
+    """Joints from just below `top` down to `bottom` (top an ancestor of bottom)."""
+    path = [bottom]
+    while path[-1] != top:
+        path.append(int(rig.parents[path[-1]]))
+    return path[::-1][1:]
+
+
+def _limb_chain(rig: Rig, leaf: int) -> list[int]:
+    """From a leaf up while the parent has this one child: the joints that move only this limb."""
+    chain = [leaf]
+    while True:
+        parent = int(rig.parents[chain[0]])
+        if parent < 0 or len(rig.children[parent]) != 1:
+            break
+        chain.insert(0, parent)
+    return chain
+
+
+# ----------------------------------------------------------------------------- the body and its followers
+def _body_top(rig: Rig) -> int:
+    """The joint whose subtree is the body. Below a root that carries foot controls and pole targets
+    beside the body (Quaternius' floor-level `Bone`, `Root`), the body is its biggest child; a root
+    that legs hang down from is the body's own top."""
+    top = rig.main_root
+    while rig.children[top]:
+        kids = rig.children[top]
+        biggest = int(kids[int(np.argmax([rig.descendant_count[k] for k in kids]))])
+        others = [int(k) for k in kids if k != biggest]
+        if not others or any(_lowest(rig, k) < rig.heads[top, 2] - SAME_POINT for k in others):
+            return top
+        top = biggest
+    return top
+
+
+def _lowest(rig: Rig, top: int) -> float:
+    inside = _subtree(rig, top)
+    return float(min(rig.heads[inside, 2].min(), rig.tails[inside, 2].min()))
+
+
+def _with_tips(rig: Rig, tips: list[tuple[int, np.ndarray]]) -> Rig:
+    """The rig with a zero-rotation leaf joint at each (parent, head) in `tips`."""
+    if not tips:
+        return rig
+    count = rig.joint_count
+    rest = np.concatenate([rig.rest, np.repeat(np.eye(4)[None], len(tips), axis=0)])
+    tails = np.concatenate([rig.tails, np.zeros((len(tips), 3))])
+    for k, (parent, head) in enumerate(tips):
+        rest[count + k, :3, :3] = rig.rest[parent, :3, :3]
+        rest[count + k, :3, 3] = head
+        direction = head - rig.heads[parent]
+        tails[count + k] = head + 0.25 * direction
+    names = [*rig.names, *[f"{rig.names[p]} (tip)" for p, _ in tips]]
+    parents = np.concatenate([rig.parents, [p for p, _ in tips]])
+    deform = np.concatenate([rig.deform, np.zeros(len(tips), dtype=bool)])
+    return Rig(names, parents, rest, tails, deform)
+
+
+Tips = list[tuple[int, np.ndarray]]  # (parent, head) of each tip joint to add
+
+
+def _followers(rig: Rig, body_top: int, body: np.ndarray) -> tuple[dict[int, int], Tips]:
+    """Each top joint of a branch outside the body → the body joint it follows (-1: the pelvis); tips
+    to add where a foot control sits below the end of a leg that stops short."""
+    heads = rig.heads
+    above = set(_ancestors(rig, body_top))
+    body_joints = np.flatnonzero(body)
+    leaves = {int(j) for j in body_joints if not rig.children[j]}
+    followers: dict[int, int] = {}
+    tips: Tips = []
+    tops = [j for j in range(rig.joint_count)
+            if not body[j] and j not in above and (rig.parents[j] < 0 or int(rig.parents[j]) in above)]
+    for top in tops:
+        distance = np.linalg.norm(heads[body_joints] - heads[top], axis=1)
+        nearest = int(body_joints[int(np.argmin(distance))])
+        gap = float(distance.min())
+        if gap <= SAME_POINT:
+            followers[top] = nearest
+        elif gap <= FOLLOW_NEAR and nearest in leaves and heads[top, 2] < heads[nearest, 2]:
+            existing = [k for k, (parent, _) in enumerate(tips) if parent == nearest]
+            if not existing:
+                tips.append((nearest, heads[top].copy()))
+                existing = [len(tips) - 1]
+            followers[top] = rig.joint_count + existing[0]
+        elif gap <= FOLLOW_NEAR:
+            followers[top] = nearest
+        else:
+            followers[top] = -1
+    return followers, tips
+
+
+# ----------------------------------------------------------------------------- legs
+def _floor(rig: Rig) -> float:
+    return float(min(rig.heads[:, 2].min(), rig.tails[:, 2].min()))
+
+
+def _one_foot(rig: Rig, leaves: list[int]) -> bool:
+    """Floor leaves that belong to one foot: toes and heel close together, no left and right by name."""
+    sides = {side_of(rig.names[j]) for j in leaves} - {0}
+    if len(sides) > 1:
+        return False
+    points = rig.heads[leaves, :2]
+    return float(np.max(np.linalg.norm(points[:, None] - points[None], axis=-1))) <= FOOT_SPREAD
+
+
+def _leg_tops(rig: Rig, top: int, floor_leaves: set[int]) -> list[tuple[int, list[int]]]:
+    """(limb top, its floor leaves) per foot: the body split at each joint where feet part ways, so a leg
+    is whole with whatever twist bones, share bones and toes branch off it."""
+    leaves = [j for j in np.flatnonzero(_subtree(rig, top)) if j in floor_leaves]
+    if not leaves:
+        return []
+    if _one_foot(rig, leaves) and top != rig.main_root:
+        return [(top, leaves)]
+    out = []
+    for child in rig.children[top]:
+        out += _leg_tops(rig, int(child), floor_leaves)
+    return out
+
+
+def _leg_roles(rig: Rig, body: np.ndarray, body_top: int) -> list[LegRole]:
+    """Leg chains: limbs of the body that drop to the ground."""
+    floor = _floor(rig)
+    heads, tails = rig.heads, rig.tails
+    floor_leaves = {int(j) for j in np.flatnonzero(body) if not rig.children[j]
+                    and min(heads[j, 2], tails[j, 2]) - floor <= GROUND}
+    legs = []
+    for top, leaves in _leg_tops(rig, body_top, floor_leaves):
+        leaf = min(leaves, key=lambda j: (round(float(heads[j, 2]), 3), -len(_ancestors(rig, j))))
+        chain = [top, *_path(rig, top, leaf)] if leaf != top else [top]
+        if len(chain) < 2:
+            continue
+        points = np.concatenate([heads[chain], tails[chain[-1:]]])
+        length = float(np.sum(np.linalg.norm(np.diff(points, axis=0), axis=1)))
+        drop = float(heads[chain[0], 2] - points[:, 2].min())
+        if drop < DROP_SHARE * max(length, 1e-9):
+            continue
+        head_z = heads[chain, 2]
+        foot_at = int(np.flatnonzero(head_z <= head_z.min() + FOOT_LEVEL)[0])
+        foot_at = max(foot_at, 2)  # IK needs two bones above the foot
+        if foot_at >= len(chain):
+            parent = int(rig.parents[chain[0]])
+            if parent < 0:
+                continue
+            chain.insert(0, parent)
+            foot_at = len(chain) - 1
+        foot = chain[foot_at]
+        toe = chain[foot_at + 1] if foot_at + 1 < len(chain) else -1
+        side = LEFT if heads[foot, 0] > SIDE else RIGHT if heads[foot, 0] < -SIDE else CENTRE
+        legs.append(LegRole(tuple(chain[:foot_at + 1]), foot, toe, side, ""))
+    legs = _distinct(legs)
+    if any(leg.side != CENTRE for leg in legs):  # a tail or a trunk resting on the floor is no leg
+        legs = [leg for leg in legs if leg.side != CENTRE]
+    return _with_positions(rig, legs)
+
+
+def _distinct(legs: list[LegRole]) -> list[LegRole]:
+    """One leg per chain top: branching toes give several leaves on one limb."""
+    seen: dict[tuple[int, ...], LegRole] = {}
+    for leg in legs:
+        key = leg.chain[:2]
+        if key not in seen or len(leg.chain) > len(seen[key].chain):
+            seen[key] = leg
+    return list(seen.values())
+
+
+def _with_positions(rig: Rig, legs: list[LegRole]) -> list[LegRole]:
+    """Front/middle/hind by fore–aft order on each side (bipeds say nothing)."""
+    if len(legs) <= 2:
+        return legs
+    out = []
+    for leg in legs:
+        same = sorted((other for other in legs if other.side == leg.side),
+                      key=lambda other: rig.heads[other.foot, 1])
+        rank = same.index(leg)
+        position = "front" if rank == 0 else "hind" if rank == len(same) - 1 else "middle"
+        out.append(LegRole(leg.chain, leg.foot, leg.toe, leg.side, position))
+    return out
+
+
+# ----------------------------------------------------------------------------- the axial body
+def _forward_path(rig: Rig, start: int, taken: np.ndarray, score) -> list[int]:
+    """Path from `start` (exclusive) to the free descendant leaf that maximises score(head)."""
+    inside = _subtree(rig, start) & ~taken
+    inside[start] = False
+    leaves = [j for j in np.flatnonzero(inside) if not any(inside[k] for k in rig.children[j])]
+    if not leaves:
+        return []
+    best = max(leaves, key=lambda j: score(rig.heads[j]))
+    path = _path(rig, start, int(best))
+    return [j for j in path if inside[j]]
+
+
+def _trim_end(rig: Rig, chain: list[int]) -> list[int]:
+    """A chain without its zero-length or '_end' leaf (an exporter's marker, not a bone to bend)."""
+    if len(chain) > 1 and (rig.names[chain[-1]].lower().endswith("_end")
+                           or np.linalg.norm(rig.heads[chain[-1]] - rig.tails[chain[-1]]) < 1e-6):
+        return chain[:-1]
+    return chain
+
+
+def _arms(rig: Rig, pelvis: int, taken: np.ndarray) -> list[list[int]]:
+    """Chains from the upper body sideways to the hands (clavicle, upper arm, forearm, hand): the free
+    path from the pelvis to the leaf furthest out on each side, from its first joint off the midline."""
+    arms = []
+    for side in (LEFT, RIGHT):
+        path = _forward_path(rig, pelvis, taken, lambda h, s=side: s * h[0])
+        if not path or side * rig.heads[path[-1], 0] < 0.15:
+            continue
+        start = next((k for k, j in enumerate(path) if side * rig.heads[j, 0] > 0.01), None)
+        if start is None or start == 0:
+            continue
+        arm = path[start:start + 4]
+        if len(arm) >= 3:
+            arms.append(arm)
+    return arms if len(arms) == 2 else []
+
+
+def _head_of(rig: Rig, chain: list[int], taken: np.ndarray) -> list[int]:
+    """A neck-and-head chain cut at the first joint that branches (ears and jaws hang from the head)."""
+    for k, j in enumerate(chain):
+        if sum(1 for c in rig.children[j] if not taken[c]) >= 2:
+            return chain[:k + 1]
+    return chain
+
+
+def detect_roles(rig: Rig) -> RigRoles:
+    """The roles of a rig in the canonical frame; RoleError when it has no legs to walk on."""
+    body_top = _body_top(rig)
+    body = _subtree(rig, body_top)
+    followers, tips = _followers(rig, body_top, body)
+    work = _with_tips(rig, tips)
+    body = np.concatenate([body, np.ones(len(tips), dtype=bool)])
+    legs = _leg_roles(work, body, body_top)
+    if not legs:
+        raise RoleError("Kirin found no legs on this rig: no chain of bones reaches down to the floor.")
+    family = FAMILY_BY_LEGS.get(len(legs))
+    if family is None:
+        raise RoleError(f"Kirin found {len(legs)} legs on this rig; it walks rigs with 2, 4, 6 or 8.")
+    hind = sorted(legs, key=lambda leg: -work.heads[leg.foot, 1])[:2]
+    front = sorted(legs, key=lambda leg: work.heads[leg.foot, 1])[:2]
+    pelvis = _common_ancestor(work, [leg.chain[0] for leg in (hind if family != "biped" else legs)])
+    taken = np.zeros(work.joint_count, dtype=bool)
+    for leg in legs:
+        taken[list(leg.chain)] = True
+        for j in leg.chain:
+            taken |= _subtree(work, j)
+    if family == "biped":
+        arms = _arms(work, pelvis, taken)
+        for arm in arms:
+            taken[arm] = True
+        chest = _common_ancestor(work, [a[0] for a in arms]) if arms else -1
+        up = _forward_path(work, pelvis, taken, lambda h: h[2])
+    else:
+        arms = []
+        chest = _common_ancestor(work, [leg.chain[0] for leg in front])
+        up = _forward_path(work, pelvis, taken, lambda h: -h[1])
+    axial = _trim_end(work, up)
+    if chest in axial:
+        cut = axial.index(chest) + 1
+    else:  # no chest on the way: the first half bends as the spine, the rest as the neck
+        cut = max(1, len(axial) // 2)
+    axial = axial[:cut] + _head_of(work, axial[cut:], taken)
+    spine, rest = axial[:cut], axial[cut:]
+    head = rest[-1] if rest else -1
+    neck = rest[:-1]
+    for j in axial:
+        taken[j] = True
+    tail = _trim_end(work, _forward_path(work, pelvis, taken, lambda h: h[1] - 0.2 * h[2]))
+    if tail and work.heads[tail[-1], 1] - work.heads[pelvis, 1] < 0.1:
+        tail = []
+    return RigRoles(work, rig.joint_count, family, pelvis, spine, neck, head, tail, legs, arms, followers)

@@ -1,0 +1,55 @@
+"""The tempo of each gait on artists' rigs: stride frequency and stance share, calibrated on authored clips.
+
+Medians over the distinct animation sets of the calibration rigs (every authored rig in ../shared/assets
+with locomotion clips but the held-out ones, and the CMU subjects 01–06; the 14 Quaternius monsters
+that share one set of clips count once), measured on the deformed mesh by
+`benchmarks/bench_motion_real.py --calibration`; docs/calibration.md has the table. Game clips keep
+one tempo across sizes (a 0.2-body-size-legged monster walks at the same 1 Hz as a person), so the
+frequency is the gait's, not a Froude law of leg length. A speed word changes the tempo as cadence
+follows speed in people and animals (frequency ∝ speed^0.55). A stance share is the one the
+controllers must be given for the deformed mesh to read the authored median (their soles read ~0.04
+longer than the nominal share). Bipeds get the crouch, lean and arm swing their walks and runs have
+(game characters stand with straight legs: a stride needs bent knees).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Tempo:
+    """A gait as artists animate it: its stride frequency, and what differs from the controllers' gait
+    (None keeps theirs; the names are the controllers' GAIT_OVERRIDES)."""
+
+    frequency: float  # strides per second
+    duty: float | None = None  # stance share
+    crouch: float | None = None  # body drop (leg lengths) a stride may count on
+    lean: float | None = None  # forward pitch (rad) of the spine
+    arm_swing: float | None = None  # fore–aft arm swing (rad)
+    elbow: float | None = None  # forearm bend (rad) of swinging arms
+
+    def gait_overrides(self) -> dict[str, float]:
+        return {key: value for key, value in vars(self).items() if key != "frequency" and value is not None}
+
+
+TEMPI: dict[tuple[str, str], Tempo] = {
+    ("quadruped", "walk"): Tempo(0.86, duty=0.53),
+    ("quadruped", "trot"): Tempo(1.25),
+    ("quadruped", "pace"): Tempo(1.25),
+    ("quadruped", "canter"): Tempo(1.45, duty=0.40),
+    ("quadruped", "gallop"): Tempo(1.58, duty=0.40),
+    ("quadruped", "rotary_gallop"): Tempo(1.58, duty=0.40),
+    ("quadruped", "bound"): Tempo(1.58, duty=0.40),
+    ("biped", "walk"): Tempo(0.86, duty=0.50, crouch=0.15, lean=0.05, arm_swing=0.5),
+    ("biped", "run"): Tempo(1.30, duty=0.39, crouch=0.2, lean=0.3, arm_swing=0.9, elbow=1.3),
+}
+CADENCE_EXPONENT = 0.55
+
+
+def tempo_of(family: str, gait: str, pace: float = 1.0) -> Tempo | None:
+    """The calibrated tempo of a gait at a pace (a share of its own speed); None where none was measured."""
+    tempo = TEMPI.get((family, gait))
+    if tempo is None:
+        return None
+    return replace(tempo, frequency=tempo.frequency * pace**CADENCE_EXPONENT)

@@ -1,0 +1,77 @@
+"""Locomotion by construction on artists' skeletons: planted feet stay put, the tempo is the calibrated
+one, foot controls travel with their legs, and the rig's own frame is honoured."""
+
+from __future__ import annotations
+
+import numpy as np
+from artist_rigs import biped_with_foot_controls, ik_quadruped
+
+from kirin.kirin_addon.core.canonical import CanonicalFrame, canonical_rig
+from kirin.kirin_addon.core.motion import joint_positions
+from kirin.kirin_addon.generate.construct import construct_locomotion
+from kirin.kirin_addon.generate.plan import plan_prompt
+from kirin.kirin_addon.generate.tempo import tempo_of
+
+FPS = 30.0
+
+
+def _made(rig, prompt, frames=120, seed=0, frame=None):
+    canon = canonical_rig(rig, frame or CanonicalFrame(np.eye(3), 1.0, np.zeros(3)))
+    family = "quadruped" if "Root" in rig.names else "biped"
+    return construct_locomotion(canon, rig, plan_prompt(prompt, family), frames, FPS, seed)
+
+
+def _stride_hz(contact: np.ndarray) -> float:
+    touchdowns = np.flatnonzero(contact[1:] & ~contact[:-1])
+    return FPS / float(np.mean(np.diff(touchdowns)))
+
+
+def test_quadruped_walk_plants_its_foot_controls_and_walks_at_the_calibrated_tempo():
+    rig = ik_quadruped()
+    made = _made(rig, "a wolf walking forward")
+    positions = joint_positions(rig, made.motion)
+    assert [rig.names[j][:2] for j in made.feet] == ["IK"] * 4
+    feet = positions[:, made.feet]
+    for leg in range(4):
+        planted = made.contacts[:, leg]
+        assert 0.4 < planted.mean() < 0.7
+        runs = np.split(np.flatnonzero(planted), np.flatnonzero(np.diff(np.flatnonzero(planted)) > 1) + 1)
+        for run in runs:  # a planted foot control does not move
+            assert np.ptp(feet[run, leg], axis=0).max() < 1e-6
+        assert abs(_stride_hz(planted) - tempo_of("quadruped", "walk").frequency) < 0.15
+    # left and right feet of a pair alternate; the body travels forward (−Y)
+    assert np.corrcoef(made.contacts[:, 0], made.contacts[:, 1])[0, 1] < -0.5 or \
+        np.corrcoef(made.contacts[:, 0], made.contacts[:, 2])[0, 1] < -0.5
+    pelvis = positions[:, rig.names.index("Hips")]
+    assert pelvis[-1, 1] - pelvis[0, 1] < -0.5
+    assert feet[..., 2].min() > -1e-6  # never below the floor
+
+
+def test_the_paw_under_a_foot_control_comes_along():
+    rig = ik_quadruped()
+    made = _made(rig, "a wolf walking forward")
+    positions = joint_positions(rig, made.motion)
+    paw, control = rig.names.index("PawBack.L"), rig.names.index("IKBack.L")
+    offset = np.linalg.norm(positions[:, paw] - positions[:, control], axis=1)
+    assert np.allclose(offset, np.linalg.norm(rig.heads[paw] - rig.heads[control]), atol=1e-6)
+
+
+def test_biped_run_has_a_flight_phase_and_variants_differ():
+    rig = biped_with_foot_controls()
+    one, two = _made(rig, "a goblin running", seed=0), _made(rig, "a goblin running", seed=1)
+    assert one.contacts.mean() < 0.5
+    assert np.any(~one.contacts.any(axis=1))  # both feet off the ground at times
+    assert not np.allclose(one.motion.root_positions, two.motion.root_positions)
+
+
+def test_a_rig_in_another_frame_gets_the_same_motion_in_its_own_axes():
+    rig = ik_quadruped()
+    turn = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # the file faces +X
+    matrix = np.eye(4)
+    matrix[:3, :3] = 0.01 * turn.T  # armature in centimetres-ish, turned
+    user = rig.transformed(matrix)
+    frame = CanonicalFrame(turn, 100.0, np.zeros(3))
+    made = _made(user, "a wolf walking forward", frame=frame)
+    canonical = frame.to_canonical_points(joint_positions(user, made.motion))
+    reference = joint_positions(rig, _made(rig, "a wolf walking forward").motion)
+    assert np.abs(canonical - reference).max() < 1e-6

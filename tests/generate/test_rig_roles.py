@@ -1,0 +1,81 @@
+"""Roles read from artists' skeletons: whole legs, foot controls that follow them, the axial body."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from artist_rigs import biped_with_foot_controls, ik_quadruped
+
+from kirin.kirin_addon.core.creature import LEFT, RIGHT
+from kirin.kirin_addon.core.rig import RigBuilder
+from kirin.kirin_addon.generate.rig_roles import RoleError, detect_roles
+
+
+def _names(roles, joints):
+    return [roles.rig.names[j] for j in joints]
+
+
+def test_quadruped_legs_stop_at_the_shin_and_get_a_tip_at_the_foot_control():
+    roles = detect_roles(ik_quadruped())
+    assert roles.family == "quadruped"
+    assert len(roles.legs) == 4
+    assert {leg.position for leg in roles.legs} == {"front", "hind"}
+    assert sorted(leg.side for leg in roles.legs) == [RIGHT, RIGHT, LEFT, LEFT]
+    assert len(roles.tips) == 4  # every leg stopped short of its foot control
+    for leg in roles.legs:
+        assert leg.foot in roles.tips
+        control = [top for top, anchor in roles.followers.items() if anchor == leg.foot]
+        assert len(control) == 1 and roles.rig.names[control[0]].startswith("IK")
+        # the tip is where the control is: the leg solved by IK ends on it
+        assert np.allclose(roles.rig.heads[leg.foot], roles.rig.heads[control[0]])
+    assert roles.rig.names[roles.pelvis] == "Hips"
+    assert _names(roles, roles.tail) == ["Tail1", "Tail2"]
+    assert roles.rig.names[roles.head] in ("Head", "Neck")
+
+
+def test_pole_targets_far_from_the_body_follow_the_pelvis():
+    roles = detect_roles(ik_quadruped())
+    poles = [j for j, name in enumerate(roles.rig.names) if name.startswith("Pole")]
+    assert poles and all(roles.followers[j] == -1 for j in poles)
+
+
+def test_biped_foot_bones_beside_the_body_follow_the_leg_end():
+    roles = detect_roles(biped_with_foot_controls())
+    assert roles.family == "biped"
+    assert roles.tips == []  # the legs reach the foot bones' heads
+    ends = {roles.rig.names[leg.foot] for leg in roles.legs}
+    assert ends == {"LowerLeg.L_end", "LowerLeg.R_end"}
+    for side in "LR":
+        foot = roles.rig.names.index(f"Foot.{side}")
+        assert roles.rig.names[roles.followers[foot]] == f"LowerLeg.{side}_end"
+    assert roles.rig.names[roles.pelvis] == "Body"
+    assert [_names(roles, arm)[1] for arm in roles.arms] == ["UpperArm.L", "UpperArm.R"]
+
+
+def test_twist_bones_and_toes_stay_on_one_whole_leg():
+    b = RigBuilder()
+    b.add("Hips", None, (0, 0, 0.5), (0, 0, 0.6))
+    b.add("Spine", "Hips", (0, 0, 0.6), (0, 0, 0.8))
+    b.add("Head", "Spine", (0, 0, 0.8), (0, 0, 1.0))
+    for side, x in (("L", 1), ("R", -1)):
+        b.add(f"{side}_Thigh", "Hips", (0.05 * x, 0, 0.5), (0.05 * x, 0, 0.27))
+        b.add(f"{side}_ThighTwist", f"{side}_Thigh", (0.05 * x, 0, 0.45), (0.05 * x, 0, 0.35))
+        b.add(f"{side}_Calf", f"{side}_Thigh", (0.05 * x, 0, 0.27), (0.05 * x, 0, 0.05))
+        b.add(f"{side}_Foot", f"{side}_Calf", (0.05 * x, 0, 0.05), (0.05 * x, -0.06, 0.01))
+        for k, dx in enumerate((-0.015, 0.0, 0.015)):
+            toe = (0.05 + dx) * x
+            b.add(f"{side}_Toe{k}", f"{side}_Foot", (toe, -0.06, 0.01), (toe, -0.09, 0.01))
+    roles = detect_roles(b.build())
+    assert roles.family == "biped"
+    for leg in roles.legs:
+        names = _names(roles, leg.chain)
+        assert names[0].endswith("_Thigh") and "Twist" not in "".join(names)
+        assert roles.rig.names[leg.foot].endswith("_Foot")
+
+
+def test_a_rig_without_legs_is_a_clear_error():
+    b = RigBuilder()
+    b.add("Body", None, (0, 0, 0.5), (0, -0.3, 0.5))
+    b.add("Head", "Body", (0, -0.3, 0.5), (0, -0.5, 0.5))
+    with pytest.raises(RoleError, match="no legs"):
+        detect_roles(b.build())
