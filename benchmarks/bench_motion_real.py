@@ -83,6 +83,7 @@ class Options:
     prompt_style: str = "caption"
     filmstrips: Path | None = FILMSTRIPS
     locomotion_only: bool = False
+    two_segments: bool = True  # a "walks, then runs" case on rigs with both clips
 
 
 # ----------------------------------------------------------------------------- cases
@@ -228,6 +229,30 @@ def run_case(character: support.Character, clip: support.Clip, options: Options)
     return row
 
 
+def run_two_segments(character: support.Character, first: support.Clip, second: support.Clip,
+                     options: Options) -> list[dict]:
+    """A two-segment prompt ("A husky walks, then runs."), twice --frames long: each half measured on its
+    own against the rig's authored clip of that gait (one row per half, `segment` 1 and 2)."""
+    prompt = f"A {character.species} walks, then runs."
+    frames = options.frames
+    made = generate(character, prompt, Options(2 * frames, options.seed, options.prompt_style, None))
+    rows = []
+    for k, clip in enumerate((first, second)):
+        action = bpy.data.actions[clip.action]
+        _, authored, _ = measure_authored(character, action, frames, True)
+        generated, _ = measure(character, made, list(range(1 + k * frames, 1 + (k + 1) * frames)))
+        kind = verdict_kind(clip)
+        rows.append({"rig": character.path.stem, "clip": clip.action, "kind": clip.kind, "prompt": prompt,
+                     "segment": k + 1, "feet": feet_row(character), "reason": None,
+                     "authored": authored.as_dict(), "generated": generated.as_dict(),
+                     "ratios": {key: ratio(getattr(generated, key), getattr(authored, key))
+                                for key in RATIO_KEYS},
+                     "verdict": gait_verdict(generated, authored, kind), "verdict_kind": kind,
+                     "reference_usable": reference_problem(authored, kind, clip.kind,
+                                                           len(character.feet)) is None})
+    return rows
+
+
 def run_file(path: Path, options: Options, descriptions: dict[str, str]) -> list[dict]:
     """Every case of one rig file; a file or case that cannot be measured gives a row with the reason."""
     support.clear_scene()
@@ -250,6 +275,14 @@ def run_file(path: Path, options: Options, descriptions: dict[str, str]) -> list
         except Exception as exc:  # noqa: BLE001 — one failed case must not drop the others
             reason = f"{type(exc).__name__}: {exc}"
             rows.append({**base, "clip": clip.action, "kind": clip.kind, "reason": reason})
+    by_kind = {clip.kind: clip for clip in clips}
+    if options.two_segments and {"walk", "run"} <= set(by_kind):
+        try:
+            halves = run_two_segments(character, by_kind["walk"], by_kind["run"], options)
+            rows += [{**base, **row} for row in halves]
+        except Exception as exc:  # noqa: BLE001
+            rows.append({**base, "clip": "walk, then run", "kind": "walk", "segment": 1,
+                         "reason": f"{type(exc).__name__}: {exc}"})
     return rows
 
 
@@ -267,6 +300,8 @@ def table(rows: list[dict]) -> str:
     lines = [" | ".join(heads), "-" * 120]
     for row in rows:
         case = f"{row['rig']}/{support.clip_label(row['clip'] or '-')}"
+        if row.get("segment"):
+            case += f" (walk, then run: part {row['segment']})"
         if row.get("reason"):
             lines.append(f"{case} | {row.get('kind') or '-'} | not measured: {row['reason']}")
             continue
@@ -285,8 +320,10 @@ def table(rows: list[dict]) -> str:
 
 def summary(rows: list[dict]) -> dict:
     """Share of locomotion cases that are gait-like; median generated/authored ratio per measure."""
-    locomotion = [r for r in rows if r.get("verdict") is not None]
+    locomotion = [r for r in rows if r.get("verdict") is not None and not r.get("segment")]
     judged = [r for r in locomotion if r.get("reference_usable")]
+    halves = [r for r in rows
+              if r.get("segment") and r.get("verdict") is not None and r.get("reference_usable")]
     medians = {}
     for key in RATIO_KEYS:
         values = [r["ratios"][key] for r in judged if r["ratios"].get(key) is not None]
@@ -297,15 +334,18 @@ def summary(rows: list[dict]) -> dict:
             "gait_like": sum(1 for r in judged if r["verdict"]["gait_like"]),
             "checks_passed": {k: sum(1 for r in judged if r["verdict"][k]) for k in
                               (judged[0]["verdict"] if judged else {})},
-            "median_ratio": medians}
+            "median_ratio": medians,
+            "two_segment_halves": len(halves),
+            "two_segment_gait_like": sum(1 for r in halves if r["verdict"]["gait_like"])}
 
 
 def summary_line(info: dict) -> str:
     ratios = ", ".join(f"{k} {v:.2f}" for k, v in info["median_ratio"].items() if v is not None)
     share = f"{info['gait_like']}/{info['locomotion']}" if info["locomotion"] else "0/0"
+    halves = f"; two-segment halves gait-like: {info['two_segment_gait_like']}/{info['two_segment_halves']}"
     return (f"locomotion cases gait-like: {share} (excluded: {info['unusable_reference']} whose authored "
             f"clip is not a usable reference); measured {info['measured']}/{info['cases']} cases; "
-            f"median generated/authored over locomotion: {ratios or '-'}")
+            f"median generated/authored over locomotion: {ratios or '-'}{halves}")
 
 
 # ----------------------------------------------------------------------------- main
@@ -330,7 +370,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
     strips = None if args.no_filmstrips else args.filmstrips
-    options = Options(args.frames, args.seed, args.prompt_style, strips, args.calibration)
+    options = Options(args.frames, args.seed, args.prompt_style, strips, locomotion_only=args.calibration,
+                      two_segments=not args.calibration)
     files = support.calibration_files(args.assets) if args.calibration else rig_files(args.assets, args.rigs)
     if args.calibration and args.rigs:
         files = [f for f in files if any(r.lower() in str(f).lower() for r in args.rigs)]

@@ -256,6 +256,7 @@ def write_results(context, task: GenerationTask, result: GenerationResult, set_f
 def report_of(task: GenerationTask, result: GenerationResult, actions) -> dict:
     generation = task.request.generation
     return {
+        "warnings": list(task.request.warnings),
         "device": result.device,
         "backend": result.backend,
         "seconds_model": result.seconds_model,
@@ -325,6 +326,8 @@ class KIRIN_OT_generate_motion(NeedsArmature, BackendOperator, bpy.types.Operato
         self.report({"INFO"}, f"'{actions[0].name}': {len(actions)} variant(s) of {frames} "
                     f"frames in {time.perf_counter() - task.started:.1f} s on {result.device}"
                     + (f" (bone length error {worst:.1e})" if worst > 1e-6 else ""))
+        for warning in task.request.warnings:
+            self.report({"WARNING"}, warning)
         outside = [a.name for a, v in zip(actions, result.variants, strict=True) if v.within_bounds is False]
         if outside:  # kept (the animator may still like it), but said: the feet may slide or the motion buzz
             self.report({"WARNING"}, f"{', '.join(outside)}: outside the model's per-clip bounds "

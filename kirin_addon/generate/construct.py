@@ -19,6 +19,7 @@ from ..core.canonical import CanonicalRig
 from ..core.creature import Creature, Limb
 from ..core.motion import Motion, forward_kinematics, motion_from_world_transforms
 from ..core.rig import Rig
+from ..core.skinning import SkinnedMesh
 from ..library.controllers.common import Travel
 from ..library.controllers.dispatch import generate as controller_clip
 from .plan import MotionPlan
@@ -39,13 +40,15 @@ class ConstructedMotion:
     report: dict = field(default_factory=dict)
 
 
-def creature_of(roles: RigRoles, metres: float) -> Creature:
-    """The rig as the controllers' creature, in metres."""
+def creature_of(roles: RigRoles, metres: float, mesh: SkinnedMesh | None = None) -> Creature:
+    """The rig as the controllers' creature, in metres (its skin too, where it has one: canonical frame)."""
     scale = np.diag([metres, metres, metres, 1.0])
     rig = roles.rig.transformed(scale)
+    if mesh is not None:
+        mesh = SkinnedMesh(mesh.vertices * metres, mesh.triangles, mesh.joint_indices, mesh.joint_weights)
     limbs = [Limb(list(leg.chain), leg.side, "leg", leg.position, leg.foot, leg.toe) for leg in roles.legs]
     limbs += [Limb(list(arm), 1 if rig.heads[arm[-1], 0] > 0 else -1, "arm") for arm in roles.arms]
-    return Creature(roles.family, "", rig, None, roles.pelvis, list(roles.spine), list(roles.neck),
+    return Creature(roles.family, "", rig, mesh, roles.pelvis, list(roles.spine), list(roles.neck),
                     roles.head, -1, list(roles.tail), limbs)
 
 
@@ -127,12 +130,17 @@ def _planting_joints(roles: RigRoles) -> list[int]:
 
 
 def construct_locomotion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: int, fps: float,
-                         seed: int) -> ConstructedMotion:
-    """`frames` frames of the plan's locomotion on `rig` (canon: the same rig in its canonical frame).
-    RoleError when the rig's legs cannot be found; ControllerError when its family cannot do a gait."""
+                         seed: int, mesh: SkinnedMesh | None = None) -> ConstructedMotion:
+    """`frames` frames of the plan's locomotion on `rig` (canon: the same rig in its canonical frame;
+    mesh: its skin in the rig's armature space, or None). RoleError when the rig's legs cannot be found;
+    ControllerError when its family cannot do a gait."""
     roles = detect_roles(canon.rig)
     metres = BODY_METRES[roles.family]
-    creature = creature_of(roles, metres)
+    skin = None
+    if mesh is not None:
+        skin = SkinnedMesh(canon.frame.to_canonical_points(mesh.vertices), mesh.triangles, mesh.joint_indices,
+                           mesh.joint_weights)
+    creature = creature_of(roles, metres, skin)
     segments = plan.controller_segments(frames / fps)
     direction = plan.segments[0].direction
     clip = controller_clip(creature, segments[0]["gait"], seed, frames=frames, fps=fps,

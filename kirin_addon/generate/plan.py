@@ -2,8 +2,8 @@
 
 "a wolf trotting forward, then sitting down" → trot forward, then sit. The words come from the clip-name
 reader the library's captions use (`describe_clip_name`), with the family's own names for each gait
-("running" is a gallop for a quadruped, a run for a biped). The species in a prompt says nothing here:
-the rig is already given.
+("running" is a gallop for a quadruped, a run for a biped). The rig is already given: the species a
+prompt names only sets the cadence (a fox steps quicker than a donkey).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..library.captions.clip_names import describe_clip_name
 from ..library.controllers.dispatch import ACTIONS_BY_FAMILY
 from ..library.controllers.gaits import FAMILY_GAITS
-from .tempo import tempo_of
+from .tempo import species_in, tempo_of
 
 # Default pace of a speed word, as a share of the gait's own speed.
 PACE_WORDS = {"slowly": 0.7, "quickly": 1.3}
@@ -33,6 +33,7 @@ class Segment:
 class MotionPlan:
     family: str
     segments: tuple[Segment, ...]
+    species: str | None = None  # what the prompt names, where its size is known (it sets the cadence)
 
     @property
     def locomotion(self) -> bool:
@@ -45,7 +46,7 @@ class MotionPlan:
         total = sum(s.share for s in self.segments)
         out = []
         for s in self.segments:
-            tempo = tempo_of(self.family, s.action, s.pace)
+            tempo = tempo_of(self.family, s.action, s.pace, self.species)
             segment = {"gait": s.action, "duration": seconds * s.share / total, "speed": None}
             if tempo is not None:
                 segment.update(frequency=tempo.frequency, **tempo.gait_overrides())
@@ -73,4 +74,4 @@ def plan_prompt(prompt: str, family: str) -> MotionPlan:
             last = merged.pop()
             segment = Segment(last.action, last.share + segment.share, last.pace, last.direction)
         merged.append(segment)
-    return MotionPlan(family, tuple(merged))
+    return MotionPlan(family, tuple(merged), species_in(prompt))

@@ -335,6 +335,20 @@ def _head_of(rig: Rig, chain: list[int], taken: np.ndarray) -> list[int]:
     return chain
 
 
+def _body_of_girdle(rig: Rig, pelvis: int, body: np.ndarray, legs: list[LegRole]) -> int:
+    """The pelvis, or its parent where the legs' common joint carries nothing but legs (a Character
+    Creator `Pelvis` beside the `Waist`, both under the `Hip`): the body hangs from the parent then."""
+    leg_joints = {j for leg in legs for j in leg.chain}
+    parent = int(rig.parents[pelvis])
+    while parent >= 0 and body[parent]:
+        kids = [int(k) for k in rig.children[pelvis]]
+        carries_more = any(k not in leg_joints and rig.descendant_count[k] >= 3 for k in kids)
+        if carries_more or len(rig.children[parent]) < 2:
+            break
+        pelvis, parent = parent, int(rig.parents[parent])
+    return pelvis
+
+
 def detect_roles(rig: Rig) -> RigRoles:
     """The roles of a rig in the canonical frame; RoleError when it has no legs to walk on."""
     body_top = _body_top(rig)
@@ -351,6 +365,7 @@ def detect_roles(rig: Rig) -> RigRoles:
     hind = sorted(legs, key=lambda leg: -work.heads[leg.foot, 1])[:2]
     front = sorted(legs, key=lambda leg: work.heads[leg.foot, 1])[:2]
     pelvis = _common_ancestor(work, [leg.chain[0] for leg in (hind if family != "biped" else legs)])
+    pelvis = _body_of_girdle(work, pelvis, body, legs)
     taken = np.zeros(work.joint_count, dtype=bool)
     for leg in legs:
         taken[list(leg.chain)] = True

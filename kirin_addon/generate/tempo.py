@@ -46,10 +46,35 @@ TEMPI: dict[tuple[str, str], Tempo] = {
 }
 CADENCE_EXPONENT = 0.55
 
+# Leg length (hip or shoulder height, m) of the species a prompt may name: a fox steps quicker than a
+# donkey. Typical adults; the family's reference is the calibration rigs' median species.
+LEG_METRES = {
+    "rat": 0.08, "cat": 0.25, "fox": 0.4, "shiba inu": 0.38, "dog": 0.55, "husky": 0.55, "wolf": 0.75,
+    "deer": 1.0, "alpaca": 0.95, "donkey": 1.1, "bear": 1.0, "zebra": 1.3, "cow": 1.4, "bull": 1.5,
+    "horse": 1.55, "stegosaurus": 2.0, "triceratops": 2.0, "parasaurolophus": 2.0, "apatosaurus": 4.0,
+    "human": 0.9, "person": 0.9, "man": 0.9, "woman": 0.85, "knight": 0.9,
+}
+REFERENCE_LEG_METRES = {"quadruped": 1.0, "biped": 0.9}
+# Game clips follow size more weakly than Froude's f ∝ L^-0.5: f ∝ L^-0.3 fits the calibration rigs.
+SIZE_EXPONENT = 0.3
 
-def tempo_of(family: str, gait: str, pace: float = 1.0) -> Tempo | None:
-    """The calibrated tempo of a gait at a pace (a share of its own speed); None where none was measured."""
+
+def tempo_of(family: str, gait: str, pace: float = 1.0, species: str | None = None) -> Tempo | None:
+    """The calibrated tempo of a gait at a pace (a share of its own speed), for a species when it is
+    known (its size sets the cadence); None where no tempo was measured."""
     tempo = TEMPI.get((family, gait))
     if tempo is None:
         return None
-    return replace(tempo, frequency=tempo.frequency * pace**CADENCE_EXPONENT)
+    size = 1.0
+    if species in LEG_METRES and family in REFERENCE_LEG_METRES:
+        size = (LEG_METRES[species] / REFERENCE_LEG_METRES[family]) ** -SIZE_EXPONENT
+    return replace(tempo, frequency=tempo.frequency * size * pace**CADENCE_EXPONENT)
+
+
+def species_in(text: str) -> str | None:
+    """The species of LEG_METRES a prompt names ("a Shiba Inu trotting" → "shiba inu"), longest first."""
+    words = " " + " ".join("".join(c if c.isalnum() else " " for c in text.lower()).split()) + " "
+    for species in sorted(LEG_METRES, key=len, reverse=True):
+        if f" {species} " in words or f" {species}s " in words:
+            return species
+    return None

@@ -68,6 +68,7 @@ class PreparedRig:
     canon: CanonicalRig
     inputs: dict[str, torch.Tensor]  # rig tensors for one sample (batch 1)
     feet: np.ndarray
+    mesh: SkinnedMesh | None = None  # the rig's skin (armature space), where it has one
 
 
 @dataclass
@@ -242,7 +243,7 @@ class MotionModel:
             "edges": torch.from_numpy(np.minimum(rf.edges, EDGE_TYPES - 1))[None],
             "joint_mask": torch.ones(1, count, dtype=torch.bool),
         }
-        return PreparedRig(rig, canon, inputs, canon.feet)
+        return PreparedRig(rig, canon, inputs, canon.feet, mesh)
 
     # ------------------------------------------------------------------ conditions
     def _conditions(
@@ -373,7 +374,7 @@ class MotionModel:
         for v in range(request.variants):
             started = time.perf_counter()
             made = construct_locomotion(prepared.canon, prepared.rig, plan, request.frames, self.fps,
-                                        int(request.seed) + v)
+                                        int(request.seed) + v, prepared.mesh)
             features = motion_features(prepared.canon, prepared.rig, made.motion).features
             contacts = made.contacts[:, _nearest_legs(prepared, made.feet)]
             report = {**made.report, "seconds_model": time.perf_counter() - started}

@@ -61,12 +61,27 @@ def _arm_start(limb: Limb) -> int:
 ARM_CLEARANCE = 0.8
 
 
-def _hang_direction(rig, limb: Limb, k0: int) -> np.ndarray:
-    """Body-frame direction an arm hangs along: down and a little out, further out when it is long."""
-    joints = limb.joints[k0:]
-    points = np.concatenate([rig.heads[joints], rig.tails[joints[-1:]]])
-    length = float(np.sum(np.linalg.norm(np.diff(points, axis=0), axis=1)))
-    height = float(rig.heads[joints[0], 2])
+def _skin_of(mesh, joints: np.ndarray) -> np.ndarray:
+    """(N,3) the vertices of a skinned mesh (None: none) that mostly follow `joints` (a mask)."""
+    if mesh is None:
+        return np.zeros((0, 3))
+    dominant = mesh.joint_indices[np.arange(mesh.vertex_count), np.argmax(mesh.joint_weights, axis=1)]
+    return mesh.vertices[joints[np.clip(dominant, 0, len(joints) - 1)] & (dominant < len(joints))]
+
+
+def _hang_direction(creature: Creature, limb: Limb, k0: int) -> np.ndarray:
+    """Body-frame direction an arm hangs along: down and a little out, further out when it is long (its
+    bones, or its skin where the creature has one: a robot's mitts reach well past its finger joints)."""
+    rig = creature.rig
+    upper = limb.joints[k0]
+    inside = np.zeros(rig.joint_count, dtype=bool)  # the arm and the hand's fingers beyond the chain
+    inside[upper] = True
+    for j in rig.topological_order:
+        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
+            inside[j] = True
+    points = np.concatenate([rig.heads[inside], rig.tails[inside], _skin_of(creature.mesh, inside)])
+    length = float(np.max(np.linalg.norm(points - rig.heads[upper], axis=1)))
+    height = float(rig.heads[upper, 2])
     angle = np.arctan(0.15)
     if length > 1e-9 and length > ARM_CLEARANCE * height:
         angle = max(angle, float(np.arccos(np.clip(ARM_CLEARANCE * height / length, 0.0, 1.0))))
@@ -85,7 +100,7 @@ def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, n
         upper, lower = limb.joints[k0], limb.joints[k0 + 1]
         parent_q = poser.get(int(rig.parents[upper]))
         rest_dir = rig.heads[lower] - rig.heads[upper]
-        hang = _hang_direction(rig, limb, k0)
+        hang = _hang_direction(poser.creature, limb, k0)
         amount = swing.get(n, np.zeros(frames))
         body_dir = quat_rotate(about(X_AXIS, -amount), np.broadcast_to(hang, (frames, 3)))
         if raise_dir is not None and n in raise_dir and raise_weight is not None:

@@ -9,7 +9,7 @@ from ...core.creature import Creature
 from .actions import glide, in_place, jump
 from .axial import axial
 from .common import ControllerError, GeneratedClip, Travel
-from .gaits import FAMILY_GAITS, GAIT_OVERRIDES, default_turn, locomotion
+from .gaits import FAMILY_GAITS, GAIT_OVERRIDES, GAITS, default_turn, locomotion
 
 # A locomotion clip whose body drops further than this (leg lengths) is retried with quicker strides.
 CROUCH_LIMIT = 0.12
@@ -82,6 +82,13 @@ def generate(creature: Creature, action: str, seed: int, frames: int | None = No
     return in_place(creature, action, count, fps, rng)
 
 
+def _crouch_of(family: str, segment: dict) -> float:
+    if segment.get("crouch") is not None:
+        return float(segment["crouch"])
+    name = FAMILY_GAITS.get(family, {}).get(segment["gait"])
+    return GAITS[name].crouch if name else 0.0
+
+
 def _legged(creature: Creature, action: str, seed: int, segs: list[dict], fps: float,
             travel: Travel) -> GeneratedClip:
     """A turn on the spot, or locomotion retried with quicker strides until the body need not drop far
@@ -98,11 +105,14 @@ def _legged(creature: Creature, action: str, seed: int, segs: list[dict], fps: f
         clip.action = "turn"
         return clip
     clip = None
+    # A gait that counts on a crouch to reach its stride (a gallop's, a calibrated tempo's) may drop the
+    # body that far, and a little more.
+    crouch = max([CROUCH_LIMIT] + [_crouch_of(creature.family, s) + 0.04 for s in segs
+                                   if s["gait"] not in ("stop", "stand")])
     for attempt in range(4):
         trial = [dict(s) for s in segs]
         clip = locomotion(creature, trial, fps, np.random.default_rng(seed), direction, turn_rate or None,
                           stride_mult=1.25**attempt)
-        crouch = max([CROUCH_LIMIT] + [s["crouch"] + 0.04 for s in segs if s.get("crouch") is not None])
         if clip.metadata["body_drop_max"] <= crouch * leg and clip.metadata["unreached_planted"] == 0:
             break
     clip.metadata["attempts"] = attempt + 1

@@ -345,6 +345,15 @@ def _swing_limbs(creature: Creature, legs: list[LegRig], offsets: np.ndarray, mi
     return extra
 
 
+def _changing_gait(creature: Creature, legs: list[LegRig],
+                   gaits: list[Gait]) -> tuple[np.ndarray | None, bool]:
+    """plan_feet's reach limit and swing re-aiming, for a clip whose gait changes (one gait keeps its
+    planned footfalls): the reach at the deepest crouch any of its gaits counts on."""
+    if len({g.name for g in gaits}) < 2:
+        return None, False
+    return leg_reach(creature, legs, max(g.crouch for g in gaits)).radius, True
+
+
 def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.random.Generator,
                direction: str, turn_rate: float | None, stride_mult: float = 1.0) -> GeneratedClip:
     """Any number of legs: gait phases, planted feet, swing arcs, body bob, IK legs.
@@ -380,7 +389,8 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     schedule = _schedule(gaits, freqs, weights, legs, leg_len, fps, rng)
     moving = (np.abs(profile.speed) > 1e-9) | (np.abs(profile.turn) > 1e-9)
     plan = plan_feet(profile, legs, schedule, reach.neutral, pelvis_rest, moving,
-                     girdle_shifts(creature, legs, spine_turn_bend(profile.turn)))
+                     girdle_shifts(creature, legs, spine_turn_bend(profile.turn)),
+                     *_changing_gait(creature, legs, gaits))
     clip = profile.clip
     mix = _GaitMix(gaits, weights * (1.0 - stop_mask)[None], 2 * np.pi * schedule.phase,
                    clip(1.0 - weights @ stop_mask), amp)
