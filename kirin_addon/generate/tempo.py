@@ -28,6 +28,9 @@ class Tempo:
     lean: float | None = None  # forward pitch (rad) of the spine
     arm_swing: float | None = None  # fore–aft arm swing (rad)
     elbow: float | None = None  # forearm bend (rad) of swinging arms
+    bob: float | None = None  # vertical body bob (leg lengths)
+    sway: float | None = None  # lateral body sway (leg lengths)
+    nod: float | None = None  # head-and-neck pitch oscillation (rad)
 
     def gait_overrides(self) -> dict[str, float]:
         return {key: value for key, value in vars(self).items() if key != "frequency" and value is not None}
@@ -35,14 +38,14 @@ class Tempo:
 
 TEMPI: dict[tuple[str, str], Tempo] = {
     ("quadruped", "walk"): Tempo(0.86, duty=0.53),
-    ("quadruped", "trot"): Tempo(1.25),
-    ("quadruped", "pace"): Tempo(1.25),
+    ("quadruped", "trot"): Tempo(1.25, duty=0.40),
+    ("quadruped", "pace"): Tempo(1.25, duty=0.40),
     ("quadruped", "canter"): Tempo(1.45, duty=0.40),
     ("quadruped", "gallop"): Tempo(1.58, duty=0.40),
     ("quadruped", "rotary_gallop"): Tempo(1.58, duty=0.40),
     ("quadruped", "bound"): Tempo(1.58, duty=0.40),
-    ("biped", "walk"): Tempo(0.86, duty=0.50, crouch=0.15, lean=0.05, arm_swing=0.5),
-    ("biped", "run"): Tempo(1.30, duty=0.39, crouch=0.2, lean=0.3, arm_swing=0.9, elbow=1.3),
+    ("biped", "walk"): Tempo(0.86, duty=0.50, crouch=0.15, lean=0.05, arm_swing=0.7),
+    ("biped", "run"): Tempo(1.30, duty=0.39, crouch=0.2, lean=0.3, arm_swing=1.0, elbow=1.3),
 }
 CADENCE_EXPONENT = 0.55
 

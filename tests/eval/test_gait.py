@@ -205,12 +205,31 @@ def test_jerk_of_a_sine(fps):
     assert m.jerk == pytest.approx(amplitude * (2 * np.pi * freq) ** 3 * 2 / np.pi, rel=0.03)
 
 
+def test_smoothed_jerk_keeps_a_smooth_motion_and_drops_the_kinks_of_linear_keys():
+    fps, freq, amplitude = 24.0, 1.0, 0.05
+    t = np.arange(96) / fps
+    smooth = np.stack([amplitude * np.sin(2 * np.pi * freq * t), 0 * t, 0 * t], 1)
+    keyed = smooth.copy()  # the same sine keyed every third frame, linear in between
+    keys = np.arange(0, 96, 3)
+    keyed[:, 0] = np.interp(np.arange(96), keys, smooth[keys, 0])
+
+    def measured(points):
+        foot = FootTrack("hind left", "left", "hind", points)
+        return measure_gait(GaitInput(fps, (foot,), np.zeros((96, 3)), body_size=1.0, floor=0.0))
+
+    clean, kinked = measured(smooth), measured(keyed)
+    assert clean.jerk_smoothed == pytest.approx(clean.jerk, rel=0.15)
+    assert kinked.jerk > 3 * clean.jerk  # the kinks are most of its jerk
+    assert kinked.jerk_smoothed < 0.5 * kinked.jerk
+
+
 # --------------------------------------------------------------------------- invariance
 
 
 def _numbers(m: GaitMeasures) -> dict[str, float]:
     d = m.as_dict()
-    return {k: v for k, v in d.items() if isinstance(v, float) and k not in ("floor", "jerk")}
+    skip = ("floor", "jerk", "jerk_smoothed")
+    return {k: v for k, v in d.items() if isinstance(v, float) and k not in skip}
 
 
 def test_the_same_motion_at_100_times_the_scale_measures_the_same():

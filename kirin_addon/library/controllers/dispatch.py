@@ -82,11 +82,13 @@ def generate(creature: Creature, action: str, seed: int, frames: int | None = No
     return in_place(creature, action, count, fps, rng)
 
 
-def _crouch_of(family: str, segment: dict) -> float:
-    if segment.get("crouch") is not None:
-        return float(segment["crouch"])
+def _drop_of(family: str, segment: dict) -> float:
+    """Body drop (leg lengths) a segment's gait counts on: its crouch and its bob."""
     name = FAMILY_GAITS.get(family, {}).get(segment["gait"])
-    return GAITS[name].crouch if name else 0.0
+    own = (GAITS[name].crouch, GAITS[name].bob) if name else (0.0, 0.0)
+    crouch, bob = (float(segment[k]) if segment.get(k) is not None else v
+                   for k, v in zip(("crouch", "bob"), own, strict=True))
+    return crouch + bob
 
 
 def _legged(creature: Creature, action: str, seed: int, segs: list[dict], fps: float,
@@ -106,8 +108,8 @@ def _legged(creature: Creature, action: str, seed: int, segs: list[dict], fps: f
         return clip
     clip = None
     # A gait that counts on a crouch to reach its stride (a gallop's, a calibrated tempo's) may drop the
-    # body that far, and a little more.
-    crouch = max([CROUCH_LIMIT] + [_crouch_of(creature.family, s) + 0.04 for s in segs
+    # body that far, and as far again as it bobs, and a little more.
+    crouch = max([CROUCH_LIMIT] + [_drop_of(creature.family, s) + 0.04 for s in segs
                                    if s["gait"] not in ("stop", "stand")])
     for attempt in range(4):
         trial = [dict(s) for s in segs]

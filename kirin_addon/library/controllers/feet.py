@@ -111,19 +111,18 @@ class GaitSchedule:
 
 def plan_feet(profile: Profile, legs: list[LegRig], schedule: GaitSchedule, neutral: np.ndarray,
               pelvis_rest: np.ndarray, moving: np.ndarray,
-              girdle_shift: np.ndarray | None = None, reach: np.ndarray | None = None,
-              retarget: bool = False) -> FootPlan:
+              girdle_shift: np.ndarray | None = None, changing: np.ndarray | None = None) -> FootPlan:
     """Contact schedule and foot targets: one constant point per stance, an arc per swing.
 
     A foot lands where its stance centre (`neutral`, body frame at rest, moved by `girdle_shift`
     (N,L,2) where the spine bends) will be at mid-stance (predicted from the path), so stance is
     centred in what the leg can reach. Once the creature has stopped for good, feet in stance stay
-    down and feet in swing finish their step and stay down. `reach` (L,D: LegReach.radius, each leg's
-    reach from its stance centre towards D evenly spaced angles) lifts a foot early that its stance
-    would carry out of reach (a gait changing under it, a walk speeding into a gallop): the swing is
-    longer, the footfall keeps its time. `retarget` re-aims each swinging foot every frame at where
-    it will land (a changing gait shifts the touchdown: the foot follows, instead of landing where the
-    old gait would have put the body).
+    down and feet in swing finish their step and stay down. For a gait that changes within the clip (a
+    walk speeding into a gallop), `changing` (L,D: LegReach.radius, each leg's reach from its stance
+    centre towards D evenly spaced angles) lifts a foot early that its stance would carry out of reach
+    (the swing is longer, the footfall keeps its time), and each swinging foot is re-aimed every frame
+    at where it will land (the changing gait shifts the touchdown: the foot follows, instead of landing
+    where the old gait would have put the body).
     """
     phase, offsets, duty, lift, freq = (schedule.phase, schedule.offsets, schedule.duty, schedule.lift,
                                         schedule.freq)
@@ -157,7 +156,7 @@ def plan_feet(profile: Profile, legs: list[LegRig], schedule: GaitSchedule, neut
         u_up = u_land = 0.0
         for k in range(n):
             t, f = profile.times[k], freq[k]
-            overreached = stance and reach is not None and _beyond(plant, placement(i, t), reach[i])
+            overreached = stance and changing is not None and _beyond(plant, placement(i, t), changing[i])
             if stance and (u[k] - u_down >= duty[k] or overreached) and not settled[k]:
                 stance = False
                 # The swing began at phase u_down + duty, between two frames: a frame later the foot
@@ -173,7 +172,7 @@ def plan_feet(profile: Profile, legs: list[LegRig], schedule: GaitSchedule, neut
                 targets[k, i], yaw[k, i], contacts[k, i] = plant, plant_yaw, True
             else:
                 s = float(np.clip((u[k] - u_up) / max(u_land - u_up, 1e-9), 0.0, 1.0))
-                if retarget:  # where the body will be when this foot lands, as the gait now says
+                if changing is not None:  # where the body will be when this foot lands, as the gait now says
                     dst, dst_yaw = placement(i, t + (u_land - u[k]) / f + 0.5 * duty[k] / f)
                 h = swing_profile(s)
                 targets[k, i] = swing_point(src, dst, centre, h)

@@ -71,7 +71,7 @@ GAITS: dict[str, Gait] = {
 }
 
 # What a locomotion segment may set of its gait (a calibrated tempo; kirin_addon/generate/tempo.py).
-GAIT_OVERRIDES = ("duty", "crouch", "lean", "arm_swing", "elbow")
+GAIT_OVERRIDES = ("duty", "crouch", "lean", "arm_swing", "elbow", "bob", "sway", "nod")
 
 # Gait names each family accepts for locomotion, and what "walk" means for it.
 FAMILY_GAITS = {
@@ -345,13 +345,12 @@ def _swing_limbs(creature: Creature, legs: list[LegRig], offsets: np.ndarray, mi
     return extra
 
 
-def _changing_gait(creature: Creature, legs: list[LegRig],
-                   gaits: list[Gait]) -> tuple[np.ndarray | None, bool]:
-    """plan_feet's reach limit and swing re-aiming, for a clip whose gait changes (one gait keeps its
-    planned footfalls): the reach at the deepest crouch any of its gaits counts on."""
+def _changing_gait(creature: Creature, legs: list[LegRig], gaits: list[Gait]) -> np.ndarray | None:
+    """plan_feet's reach for a clip whose gait changes (None: one gait keeps its planned footfalls): at
+    the deepest crouch any of its gaits counts on."""
     if len({g.name for g in gaits}) < 2:
-        return None, False
-    return leg_reach(creature, legs, max(g.crouch for g in gaits)).radius, True
+        return None
+    return leg_reach(creature, legs, max(g.crouch for g in gaits)).radius
 
 
 def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.random.Generator,
@@ -390,7 +389,7 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     moving = (np.abs(profile.speed) > 1e-9) | (np.abs(profile.turn) > 1e-9)
     plan = plan_feet(profile, legs, schedule, reach.neutral, pelvis_rest, moving,
                      girdle_shifts(creature, legs, spine_turn_bend(profile.turn)),
-                     *_changing_gait(creature, legs, gaits))
+                     _changing_gait(creature, legs, gaits))
     clip = profile.clip
     mix = _GaitMix(gaits, weights * (1.0 - stop_mask)[None], 2 * np.pi * schedule.phase,
                    clip(1.0 - weights @ stop_mask), amp)

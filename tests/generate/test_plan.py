@@ -1,0 +1,51 @@
+"""Prompts read as plans, and the calibrated tempo each gait gets."""
+
+from __future__ import annotations
+
+import pytest
+
+from kirin.kirin_addon.generate.plan import plan_prompt
+from kirin.kirin_addon.generate.tempo import TEMPI, species_in, tempo_of
+
+
+def _segments(prompt: str, family: str) -> list[tuple[str, float, str]]:
+    return [(s.action, s.pace, s.direction) for s in plan_prompt(prompt, family).segments]
+
+
+def test_gaits_in_the_familys_words():
+    assert _segments("a goblin running", "biped") == [("run", 1.0, "forward")]
+    assert _segments("a goblin running", "quadruped") == [("gallop", 1.0, "forward")]
+    assert _segments("A dog is galloping quickly to the left", "quadruped") == [("gallop", 1.3, "left")]
+    assert _segments("walks in a circle", "quadruped") == [("walk", 1.0, "circle")]
+    assert _segments("a man walks slowly forward", "biped") == [("walk", 0.7, "forward")]
+    assert plan_prompt("A husky walks.", "quadruped").locomotion
+
+
+def test_two_segments_and_actions_the_controllers_do_not_walk():
+    plan = plan_prompt("a wolf trotting forward, then sitting down", "quadruped")
+    assert [s.action for s in plan.segments] == ["trot", "sit"] and not plan.locomotion
+    walk_run = plan_prompt("A husky walks, then runs.", "quadruped")
+    assert [s.action for s in walk_run.segments] == ["walk", "gallop"] and walk_run.locomotion
+    segments = walk_run.controller_segments(6.0)
+    assert [s["duration"] for s in segments] == pytest.approx([3.0, 3.0])
+    assert segments[0]["frequency"] == pytest.approx(tempo_of("quadruped", "walk", 1.0, "husky").frequency)
+    assert not plan_prompt("a dog eating", "quadruped").locomotion
+
+
+def test_the_tempo_follows_pace_and_size():
+    walk = TEMPI[("quadruped", "walk")].frequency
+    assert tempo_of("quadruped", "walk").frequency == walk
+    assert tempo_of("quadruped", "walk", 0.7).frequency == pytest.approx(walk * 0.7**0.55)
+    fox = tempo_of("quadruped", "walk", species="fox")
+    donkey = tempo_of("quadruped", "walk", species="donkey")
+    assert fox.frequency > walk > donkey.frequency  # a fox steps quicker than a donkey
+    assert tempo_of("quadruped", "walk", species="goblin").frequency == walk  # no size known
+    assert tempo_of("serpent", "slither") is None
+    assert tempo_of("biped", "run").gait_overrides()["lean"] > 0
+
+
+def test_species_are_found_in_prompts():
+    assert species_in("a Shiba Inu trotting") == "shiba inu"
+    assert species_in("Two foxes walk") is None  # plural with -es is not guessed
+    assert species_in("dogs walking") == "dog"
+    assert species_in("A creature walks") is None
