@@ -134,8 +134,9 @@ def main() -> None:
 
     print(f"model: {source}; rig: {rig.joint_count} joints; {args.frames} frames; DDIM {steps} steps, "
           f"guidance {guidance}; onnxruntime providers {runner.providers}")
+    longer = onnx_seconds / construct_seconds
     print(f"by construction (a gait prompt, the gait controllers): {construct_seconds:.3f} s  "
-          f"(budget 0.5 s on a 2-core CPU); the network takes {onnx_seconds / construct_seconds:.1f}x as long")
+          f"(budget 0.5 s on a 2-core CPU); the network takes {longer:.1f}x as long")
     print(f"default sampler, onnxruntime: {onnx_seconds:.3f} s  (budget 1 s on a 2-core CPU)")
     print(f"default sampler, onnxruntime int8: {int8_seconds:.3f} s")
     print(f"default sampler, torch:       {torch_seconds:.3f} s")
