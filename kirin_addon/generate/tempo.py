@@ -31,6 +31,8 @@ class Tempo:
     bob: float | None = None  # vertical body bob (leg lengths)
     sway: float | None = None  # lateral body sway (leg lengths)
     nod: float | None = None  # head-and-neck pitch oscillation (rad)
+    heel_off: float | None = None  # foot pitch (rad) as the heel comes up before lift-off
+    heel_strike: float | None = None  # toes up (rad) as the foot lands heel first
 
     def gait_overrides(self) -> dict[str, float]:
         return {key: value for key, value in vars(self).items() if key != "frequency" and value is not None}
@@ -44,8 +46,10 @@ TEMPI: dict[tuple[str, str], Tempo] = {
     ("quadruped", "gallop"): Tempo(1.58, duty=0.40),
     ("quadruped", "rotary_gallop"): Tempo(1.58, duty=0.40),
     ("quadruped", "bound"): Tempo(1.58, duty=0.40),
-    ("biped", "walk"): Tempo(0.86, duty=0.50, crouch=0.15, lean=0.05, arm_swing=0.7),
-    ("biped", "run"): Tempo(1.30, duty=0.39, crouch=0.2, lean=0.3, arm_swing=1.0, elbow=1.3),
+    ("biped", "walk"): Tempo(0.86, duty=0.57, crouch=0.15, lean=0.05, arm_swing=0.7, heel_off=0.5,
+                             heel_strike=0.25),
+    ("biped", "run"): Tempo(1.30, duty=0.39, crouch=0.2, lean=0.3, arm_swing=1.0, elbow=1.3, heel_off=0.6,
+                            heel_strike=0.15),
 }
 CADENCE_EXPONENT = 0.55
 

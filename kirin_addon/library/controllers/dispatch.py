@@ -13,6 +13,8 @@ from .gaits import FAMILY_GAITS, GAIT_OVERRIDES, GAITS, default_turn, locomotion
 
 # A locomotion clip whose body drops further than this (leg lengths) is retried with quicker strides.
 CROUCH_LIMIT = 0.12
+# ... or further than its gaits' crouch and bob by this much.
+DROP_MARGIN = 0.06
 
 ACTIONS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "quadruped": ("walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk", "turn",
@@ -109,7 +111,7 @@ def _legged(creature: Creature, action: str, seed: int, segs: list[dict], fps: f
     clip = None
     # A gait that counts on a crouch to reach its stride (a gallop's, a calibrated tempo's) may drop the
     # body that far, and as far again as it bobs, and a little more.
-    crouch = max([CROUCH_LIMIT] + [_drop_of(creature.family, s) + 0.04 for s in segs
+    crouch = max([CROUCH_LIMIT] + [_drop_of(creature.family, s) + DROP_MARGIN for s in segs
                                    if s["gait"] not in ("stop", "stand")])
     for attempt in range(4):
         trial = [dict(s) for s in segs]

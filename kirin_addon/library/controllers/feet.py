@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.creature import LEFT, Creature
-from ...core.rotations import quat_identity
+from ...core.rotations import quat_from_axis_angle, quat_identity, quat_rotate
 from .common import smoothstep
 from .path import Profile
 from .poser import BodyPose, FootPlan, LegRig, Poser, chain_bends
@@ -193,6 +193,73 @@ def _beyond(plant: np.ndarray, centre: tuple[np.ndarray, float], radius: np.ndar
     at = (np.arctan2(y, x) % (2 * np.pi)) / (2 * np.pi) * count
     k0 = int(np.floor(at)) % count
     return bool(np.hypot(x, y) > min(radius[k0], radius[(k0 + 1) % count]))
+
+
+# Foot roll: the share of a stance the heel takes to come up before lift-off, of a swing over which the
+# toes flatten again, and of the stance and swing either side of a touchdown the heel-strike spans.
+HEEL_OFF_SHARE, TOE_FLAT_SHARE, STRIKE_SHARE = 0.35, 0.5, 0.2
+# The heel a foot lands on lies this share of the ankle-to-toe length behind the ankle.
+HEEL_BACK = 0.3
+
+
+def _progress(contact: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T,) progress 0 → 1 through each frame's stance run, and through each swing run (NaN outside)."""
+    stance, swing = np.full(len(contact), np.nan), np.full(len(contact), np.nan)
+    edges = np.flatnonzero(np.diff(np.concatenate([[-1], contact.astype(int), [-1]])) != 0)
+    for start, stop in zip(edges[:-1], edges[1:], strict=True):
+        values = (np.arange(stop - start) + 0.5) / max(stop - start, 1)
+        (stance if contact[start] else swing)[start:stop] = values
+    return stance, swing
+
+
+def roll_angles(contact: np.ndarray, heel_off: float, heel_strike: float) -> np.ndarray:
+    """(T,) foot pitch of one foot (toes down > 0): the heel comes up late in a stance (the foot rolls
+    over its toes) and the toes flatten early in the swing; the toes come up before a touchdown and the
+    foot lands heel first, flat again early in the stance. A clip's opening run starts flat."""
+    stance, swing = _progress(contact)
+    in_stance, in_swing = ~np.isnan(stance), ~np.isnan(swing)
+    stance, swing = np.nan_to_num(stance), np.nan_to_num(swing)
+    off = heel_off * np.where(in_stance, smoothstep((stance - 1 + HEEL_OFF_SHARE) / HEEL_OFF_SHARE),
+                              np.where(in_swing, 1 - smoothstep(swing / TOE_FLAT_SHARE), 0.0))
+    strike = -heel_strike * np.where(in_swing, smoothstep((swing - 1 + STRIKE_SHARE) / STRIKE_SHARE),
+                                     np.where(in_stance, 1 - smoothstep(stance / (0.5 * STRIKE_SHARE)), 0.0))
+    changes = np.flatnonzero(np.diff(contact.astype(int)))
+    first = int(changes[0]) + 1 if changes.size else len(contact)
+    (strike if contact[0] else off)[:first] = 0.0  # an opening stance has not landed, nor a swing rolled off
+    return off + strike
+
+
+def roll_feet(plan: FootPlan, legs: list[LegRig], creature: Creature, heel_off: float,
+              heel_strike: float) -> FootPlan:
+    """The plan with its feet rolling over their toes at lift-off and onto their heels at touchdown:
+    the pivot (the toe joint, or the heel below the ankle) stays where the flat foot had it and the
+    ankle target moves about it. Legs without a toe that points forward do not roll."""
+    rig = creature.rig
+    roll = np.zeros(plan.yaw.shape)
+    targets = plan.targets.copy()
+    for i, leg in enumerate(legs):
+        toe = leg.limb.toe
+        if toe < 0:
+            continue
+        reach = rig.heads[toe] - leg.foot_rest  # body frame at rest
+        if -reach[1] < 0.5 * np.linalg.norm(reach):  # no toe ahead of the ankle: nothing to roll over
+            continue
+        angles = roll_angles(plan.contacts[:, i].astype(bool), heel_off, heel_strike)
+        heel = np.array([0.0, HEEL_BACK * -reach[1], reach[2]])  # the back of the heel, below the ankle
+        c, s = np.cos(plan.yaw[:, i]), np.sin(plan.yaw[:, i])
+        for pivot_rest, active in ((reach, angles > 0), (heel, angles < 0)):
+            k = np.flatnonzero(active)
+            if not k.size:
+                continue
+            pivot = np.stack([c[k] * pivot_rest[0] - s[k] * pivot_rest[1],
+                              s[k] * pivot_rest[0] + c[k] * pivot_rest[1],
+                              np.full(k.size, pivot_rest[2])], 1)
+            axis = np.stack([c[k], s[k], np.zeros(k.size)], 1)
+            # ankle' = pivot + R(axis, angle)(ankle − pivot), relative to the ankle: −pivot turned, + pivot
+            turned = quat_rotate(quat_from_axis_angle(axis, angles[k]), -pivot)
+            targets[k, i] += pivot + turned
+        roll[:, i] = angles
+    return FootPlan(targets, plan.yaw, plan.contacts, plan.fold, roll)
 
 
 def spine_turn_bend(turn: np.ndarray) -> np.ndarray:

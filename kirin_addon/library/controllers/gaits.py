@@ -12,7 +12,7 @@ from ...core.creature import Creature
 from ...core.rotations import quat_multiply
 from .body import arm_limbs, pose_arms, pose_wings, tail_clearance, tail_lift
 from .common import GRAVITY, X_AXIS, Y_AXIS, Z_AXIS, ControllerError, GeneratedClip, about, smooth_upper
-from .feet import GaitSchedule, girdle_shifts, phase_offsets, plan_feet, spine_turn_bend
+from .feet import GaitSchedule, girdle_shifts, phase_offsets, plan_feet, roll_feet, spine_turn_bend
 from .path import Profile, TimeGrid, build_path, segment_weights
 from .poser import BodyPose, FootPlan, LegRig, Poser, chain_bends, leg_rigs, solve_clip
 from .reach import leg_reach
@@ -50,6 +50,8 @@ class Gait:
     lean: float = 0.0  # forward pitch (rad) of the spine while moving (a runner leans into the run)
     arm_swing: float = 0.35  # fore–aft swing (rad) of arms against the legs of their side
     elbow: float = 0.35  # forearm bend (rad) of swinging arms
+    heel_off: float = 0.0  # foot pitch (rad) as the heel comes up before lift-off (feet with toes)
+    heel_strike: float = 0.0  # toes up (rad) as the foot lands heel first
 
 
 GAITS: dict[str, Gait] = {
@@ -71,7 +73,8 @@ GAITS: dict[str, Gait] = {
 }
 
 # What a locomotion segment may set of its gait (a calibrated tempo; kirin_addon/generate/tempo.py).
-GAIT_OVERRIDES = ("duty", "crouch", "lean", "arm_swing", "elbow", "bob", "sway", "nod")
+GAIT_OVERRIDES = ("duty", "crouch", "lean", "arm_swing", "elbow", "bob", "sway", "nod", "heel_off",
+                  "heel_strike")
 
 # Gait names each family accepts for locomotion, and what "walk" means for it.
 FAMILY_GAITS = {
@@ -345,6 +348,26 @@ def _swing_limbs(creature: Creature, legs: list[LegRig], offsets: np.ndarray, mi
     return extra
 
 
+def _rolled(plan: FootPlan, legs: list[LegRig], creature: Creature, mix: _GaitMix) -> FootPlan:
+    """The plan with heel-off and heel-strike where its gaits roll their feet (each segment's share)."""
+    share = mix.live.sum(axis=0) / max(float(mix.live.sum()), 1e-12)
+    heel_off = float(sum(w * g.heel_off for w, g in zip(share, mix.gaits, strict=True)))
+    heel_strike = float(sum(w * g.heel_strike for w, g in zip(share, mix.gaits, strict=True)))
+    if heel_off <= 0 and heel_strike <= 0:
+        return plan
+    return roll_feet(plan, legs, creature, heel_off, heel_strike)
+
+
+def _blend_seconds(speeds: list[float]) -> float:
+    """How long a change of gait takes: half a second, longer when the speed changes much (a walk into a
+    run at twice its speed takes a second: faster, the feet cannot keep up with the body)."""
+    ratio = 1.0
+    for a, b in zip(speeds[:-1], speeds[1:], strict=False):
+        if min(a, b) > 1e-9:
+            ratio = max(ratio, max(a, b) / min(a, b))
+    return float(np.clip(0.5 * ratio, 0.5, 1.5))
+
+
 def _changing_gait(creature: Creature, legs: list[LegRig], gaits: list[Gait]) -> np.ndarray | None:
     """plan_feet's reach for a clip whose gait changes (None: one gait keeps its planned footfalls): at
     the deepest crouch any of its gaits counts on."""
@@ -379,7 +402,7 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     post = int(np.ceil(1.2 / f_min * fps))
     times = (np.arange(pad + frames + post) - pad) / fps
     durations = [s["duration"] for s in segments]
-    weights = segment_weights(times, durations, min(0.5, 0.6 * min(durations)))
+    weights = segment_weights(times, durations, min(_blend_seconds(speeds), 0.6 * min(durations)))
     profile = build_path(TimeGrid(times, pad, frames, fps), np.array(speeds), weights, np.array(turns),
                          fit.sign, pelvis_rest, pivot)
 
@@ -396,9 +419,11 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     pose = _body_pose(creature, profile, mix, leg_len)
     extra = _swing_limbs(creature, legs, schedule.offsets[pad], mix, clip(mix.cycle))
 
+    plan = _rolled(plan, legs, creature, mix)
     contacts = clip(plan.contacts)
     # Swing feet count too for the body drop (a foot that cannot reach forward lowers the body).
-    feet = FootPlan(clip(plan.targets), clip(plan.yaw), np.ones_like(contacts), clip(plan.fold))
+    feet = FootPlan(clip(plan.targets), clip(plan.yaw), np.ones_like(contacts), clip(plan.fold),
+                    None if plan.roll is None else clip(plan.roll))
     motion, info = solve_clip(creature, pose, feet, fps, extra, planted=contacts)
     for _ in range(3):  # a long tail must not drag: lift it where the body pitches or drops
         lift_tail = tail_clearance(creature, motion)

@@ -124,6 +124,7 @@ class FootPlan:
     yaw: np.ndarray  # (N,L)
     contacts: np.ndarray  # (N,L)
     fold: np.ndarray  # (N,L) distal flexion during swing
+    roll: np.ndarray | None = None  # (N,L) foot pitch (rad, toes down > 0): heel-off and heel-strike
 
 
 class Poser:
@@ -240,7 +241,7 @@ class Poser:
         return need
 
     def solve_legs(self, rel: np.ndarray, root: np.ndarray, targets: np.ndarray, yaw: np.ndarray,
-                   fold: np.ndarray) -> np.ndarray:
+                   fold: np.ndarray, roll: np.ndarray | None = None) -> np.ndarray:
         """Set leg deltas so each foot reaches its target; returns (T,legs) reached flags."""
         starts, ends, distal_all = self.leg_ends(rel, root, targets, yaw, fold)
         reached = np.ones((self.frames, len(self.legs)), dtype=bool)
@@ -255,7 +256,11 @@ class Poser:
             self.set(leg.chain[leg.pair + 1], d2)
             for k, q in zip(range(leg.pair + 2, len(leg.vectors)), distal_all[i], strict=True):
                 self.set(leg.chain[k], q)
-            self.set(leg.chain[-1], about(Z_AXIS, yaw[:, i]))
+            flat = about(Z_AXIS, yaw[:, i])
+            foot = flat if roll is None else quat_multiply(flat, about(X_AXIS, roll[:, i]))
+            self.set(leg.chain[-1], foot)  # rolling about its own lateral axis (toes down > 0)
+            if roll is not None and leg.limb.toe >= 0:  # the toes stay flat while the heel comes up
+                self.set(leg.limb.toe, np.where((roll[:, i] > 0)[:, None], flat, foot))
             reached[:, i] = result.reached
         return reached
 
@@ -290,7 +295,8 @@ def solve_clip(creature: Creature, pose: BodyPose, feet: FootPlan, fps: float,
             step = smooth_upper(need, max(1, int(round(0.08 * fps))))
             drop = drop + step
             root = root - step[:, None] * Z_AXIS
-    reached = poser.solve_legs(rel, root, targets, yaw, fold) if poser.legs else np.ones((frames, 0), bool)
+    reached = (poser.solve_legs(rel, root, targets, yaw, fold, feet.roll) if poser.legs
+               else np.ones((frames, 0), bool))
     motion = poser.motion(root, fps)
     info = {"body_drop_max": float(drop.max()) if drop.size else 0.0,
             "unreached_planted": int(np.sum(~reached & (contacts if planted is None else planted)))}
