@@ -171,3 +171,36 @@ def filmstrip(character: Character, strips: list[Strip], bounds: tuple[np.ndarra
             [o.name for o in added]:
         bpy.data.objects.remove(bpy.data.objects[name])
     return path
+
+
+def filmstrip_of_blend(blend: Path, out: Path, prefix: str = "Kirin:", panels: int = 8) -> Path:
+    """The filmstrip of every action of a .blend whose name starts with `prefix` (the main job's
+    variants, `kirin generate --out`), one row each, from the side of the way the creature walks."""
+    from kirin.benchmarks import motion_real_support as support
+    from kirin.operators.headless import common as headless
+
+    character, actions = support.load_character(blend, headless.import_rig_file)
+    chosen = sorted((a for a in actions if a.name.startswith(prefix)), key=lambda a: a.name)
+    if not chosen:
+        raise SystemExit(f"{blend} has no action named '{prefix}…'.")
+    strips, tracks = [], []
+    for action in chosen:
+        frames = support.clip_frames(action, 0, False)
+        use_action(character.arm, action)
+        tracks.append(support.track(character, frames))
+        strips.append(Strip(action, frames, action.name.removeprefix(prefix).strip()))
+    bounds = (np.min([t.lo for t in tracks], axis=0), np.max([t.hi for t in tracks], axis=0))
+    ahead = support.posed_forward(character, tracks[0])
+    return filmstrip(character, strips, bounds, out, ahead, panels)
+
+
+if __name__ == "__main__":  # python -m kirin.benchmarks.motion_real_filmstrip BLEND OUT.png
+    import argparse
+
+    parser = argparse.ArgumentParser(description=filmstrip_of_blend.__doc__.split("\n\n")[0])
+    parser.add_argument("blend", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--prefix", default="Kirin:")
+    parser.add_argument("--panels", type=int, default=8)
+    args = parser.parse_args()
+    print(filmstrip_of_blend(args.blend, args.out, args.prefix, args.panels))

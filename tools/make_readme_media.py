@@ -1,6 +1,7 @@
 """Regenerate the README's pictures of Generate Motion: the main job (`kirin generate`) on the
-built-in creature and on the Fox (when ../shared/assets is there), three variants side by side,
-each as a still PNG and a short 480×270 MP4 under docs/.
+built-in creature (a trot) and on the Fox (a walk, when ../shared/assets is there), three variants:
+a filmstrip PNG (Workbench, side view, 8 frames of each variant, one row each:
+benchmarks/motion_real_filmstrip.py) and a short 480×270 MP4 of the variants side by side, under docs/.
 
     .venv/bin/python tools/make_readme_media.py [--threads 1] [--frames 72]
 """
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FOX = ROOT.parent / "shared" / "assets" / "khronos_fox" / "Fox.glb"
 JOBS = [
     ("generate_creature", None, "a wolf trotting forward"),
-    ("generate_fox", FOX, "a fox trotting forward"),
+    ("generate_fox", FOX, "a fox walking forward"),
 ]
 
 
@@ -41,11 +42,13 @@ def main() -> int:
         command = [str(kirin), "generate", "--prompt", prompt, "--frames", str(args.frames),
                    "--variants", str(args.variants), "--threads", str(args.threads),
                    "--out", str(work / f"{name}.blend"), "--json", str(work / f"{name}.json"),
-                   "--preview", str(out / f"{name}.mp4"), "--still", str(out / f"{name}.png"),
-                   "--preview-size", "480x270"]
+                   "--preview", str(out / f"{name}.mp4"), "--preview-size", "480x270"]
         if rig is not None:
             command += ["--rig", str(rig)]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        strip = [str(ROOT / ".venv" / "bin" / "python"), "-m", "kirin.benchmarks.motion_real_filmstrip",
+                 str(work / f"{name}.blend"), str(out / f"{name}.png")]
+        subprocess.run(strip, check=True, stdout=subprocess.DEVNULL)
         report = json.loads((work / f"{name}.json").read_text())
         made[name] = {
             "prompt": prompt,
