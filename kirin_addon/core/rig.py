@@ -174,6 +174,15 @@ class Rig:
                 count[p] += count[j] + 1
         return count
 
+    def subtree(self, joint: int) -> np.ndarray:
+        """(J,) mask of `joint` and every joint below it."""
+        inside = np.zeros(self.joint_count, dtype=bool)
+        inside[joint] = True
+        for j in self.topological_order:
+            if self.parents[j] >= 0 and inside[self.parents[j]]:
+                inside[j] = True
+        return inside
+
     @cached_property
     def hop_distance(self) -> np.ndarray:
         """(J,J) number of bones between two joints; different root trees are J apart."""

@@ -68,15 +68,6 @@ def _ground_frames(roles: RigRoles, pose: np.ndarray) -> np.ndarray:
     return frames
 
 
-def _subtree(rig: Rig, top: int) -> np.ndarray:
-    inside = np.zeros(rig.joint_count, dtype=bool)
-    inside[top] = True
-    for j in rig.topological_order:
-        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
-            inside[j] = True
-    return inside
-
-
 def _followed_poses(roles: RigRoles, pose: np.ndarray) -> np.ndarray:
     """(T,J,4,4) canonical poses of the user's joints: the controllers' for the body; the joints the body
     hangs from (a floor-level root) and what follows no body joint (pole targets) on the ground frame;
@@ -89,7 +80,7 @@ def _followed_poses(roles: RigRoles, pose: np.ndarray) -> np.ndarray:
         out[:, j] = ground @ rig.rest[j][None]
     for top, anchor in roles.followers.items():
         carry = ground if anchor < 0 else pose[:, anchor] @ np.linalg.inv(rig.rest[anchor])[None]
-        for j in np.flatnonzero(_subtree(rig, top)[:roles.joint_count]):
+        for j in np.flatnonzero(rig.subtree(top)[:roles.joint_count]):
             out[:, j] = carry @ rig.rest[j][None]
     return out
 

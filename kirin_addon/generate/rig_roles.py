@@ -79,15 +79,6 @@ class RigRoles:
 
 
 # ----------------------------------------------------------------------------- tree helpers
-def _subtree(rig: Rig, top: int) -> np.ndarray:
-    inside = np.zeros(rig.joint_count, dtype=bool)
-    inside[top] = True
-    for j in rig.topological_order:
-        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
-            inside[j] = True
-    return inside
-
-
 def _ancestors(rig: Rig, joint: int) -> list[int]:
     out = []
     parent = int(rig.parents[joint])
@@ -146,7 +137,7 @@ def _body_top(rig: Rig) -> int:
 
 
 def _lowest(rig: Rig, top: int) -> float:
-    inside = _subtree(rig, top)
+    inside = rig.subtree(top)
     return float(min(rig.heads[inside, 2].min(), rig.tails[inside, 2].min()))
 
 
@@ -218,7 +209,7 @@ def _one_foot(rig: Rig, leaves: list[int]) -> bool:
 def _leg_tops(rig: Rig, top: int, floor_leaves: set[int]) -> list[tuple[int, list[int]]]:
     """(limb top, its floor leaves) per foot: the body split at each joint where feet part ways, so a leg
     is whole with whatever twist bones, share bones and toes branch off it."""
-    leaves = [j for j in np.flatnonzero(_subtree(rig, top)) if j in floor_leaves]
+    leaves = [j for j in np.flatnonzero(rig.subtree(top)) if j in floor_leaves]
     if not leaves:
         return []
     if _one_foot(rig, leaves) and top != rig.main_root:
@@ -292,7 +283,7 @@ def _with_positions(rig: Rig, legs: list[LegRole]) -> list[LegRole]:
 # ----------------------------------------------------------------------------- the axial body
 def _forward_path(rig: Rig, start: int, taken: np.ndarray, score) -> list[int]:
     """Path from `start` (exclusive) to the free descendant leaf that maximises score(head)."""
-    inside = _subtree(rig, start) & ~taken
+    inside = rig.subtree(start) & ~taken
     inside[start] = False
     leaves = [j for j in np.flatnonzero(inside) if not any(inside[k] for k in rig.children[j])]
     if not leaves:
@@ -352,7 +343,7 @@ def _body_of_girdle(rig: Rig, pelvis: int, body: np.ndarray, legs: list[LegRole]
 def detect_roles(rig: Rig) -> RigRoles:
     """The roles of a rig in the canonical frame; RoleError when it has no legs to walk on."""
     body_top = _body_top(rig)
-    body = _subtree(rig, body_top)
+    body = rig.subtree(body_top)
     followers, tips = _followers(rig, body_top, body)
     work = _with_tips(rig, tips)
     body = np.concatenate([body, np.ones(len(tips), dtype=bool)])
@@ -370,7 +361,7 @@ def detect_roles(rig: Rig) -> RigRoles:
     for leg in legs:
         taken[list(leg.chain)] = True
         for j in leg.chain:
-            taken |= _subtree(work, j)
+            taken |= work.subtree(j)
     if family == "biped":
         arms = _arms(work, pelvis, taken)
         for arm in arms:

@@ -219,15 +219,6 @@ def _points(rig: Rig, pose: np.ndarray, joints: Sequence[int], rest_points: np.n
     return np.einsum("tnab,nb->tna", pose[:, joints], local)[..., :3]
 
 
-def _subtree(rig: Rig, root: int) -> np.ndarray:
-    inside = np.zeros(rig.joint_count, dtype=bool)
-    inside[root] = True
-    for j in rig.topological_order:
-        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
-            inside[j] = True
-    return inside
-
-
 def _tops(rig: Rig, feet: Sequence[int]) -> list[int]:
     """Each foot's highest ancestor whose subtree holds no other foot."""
     owner = np.zeros(rig.joint_count, dtype=np.int64)
@@ -262,7 +253,7 @@ def find_legs(rig: Rig, rotation: np.ndarray | None = None) -> LegLayout:
     """
     rot = np.eye(3) if rotation is None else np.asarray(rotation, dtype=np.float64)
     heads, tails = rig.heads @ rot.T, rig.tails @ rot.T
-    main = _subtree(rig, rig.main_root)
+    main = rig.subtree(rig.main_root)
     usable = main & ~np.array([bool(_NOT_A_FOOT.search(n)) for n in rig.names])
     floor = min(heads[:, 2].min(), tails[:, 2].min())
     height = max(heads[main, 2].max() - floor, 1e-12)
@@ -299,7 +290,7 @@ def find_legs(rig: Rig, rotation: np.ndarray | None = None) -> LegLayout:
     tops = _tops(rig, feet)
     on_leg = np.zeros(rig.joint_count, dtype=bool)
     for top in tops:
-        on_leg |= _subtree(rig, top)
+        on_leg |= rig.subtree(top)
     named = [j for j in range(rig.joint_count) if main[j] and not on_leg[j] and _HEAD.search(rig.names[j])
              and not _NOT_HEAD.search(rig.names[j])]
     if named:

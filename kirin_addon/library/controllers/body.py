@@ -27,11 +27,7 @@ def tail_clearance(creature: Creature, motion: Motion) -> np.ndarray | None:
     if not creature.tail:
         return None
     rig = creature.rig
-    inside = np.zeros(rig.joint_count, dtype=bool)
-    inside[creature.tail[0]] = True
-    for j in rig.topological_order:
-        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
-            inside[j] = True
+    inside = rig.subtree(creature.tail[0])
     joints = np.flatnonzero(inside)
     joints = joints[joints != creature.tail[0]]
     if joints.size == 0:
@@ -74,11 +70,7 @@ def _hang_direction(creature: Creature, limb: Limb, k0: int) -> np.ndarray:
     bones, or its skin where the creature has one: a robot's mitts reach well past its finger joints)."""
     rig = creature.rig
     upper = limb.joints[k0]
-    inside = np.zeros(rig.joint_count, dtype=bool)  # the arm and the hand's fingers beyond the chain
-    inside[upper] = True
-    for j in rig.topological_order:
-        if rig.parents[j] >= 0 and inside[rig.parents[j]]:
-            inside[j] = True
+    inside = rig.subtree(upper)  # the arm and the hand's fingers beyond the chain
     points = np.concatenate([rig.heads[inside], rig.tails[inside], _skin_of(creature.mesh, inside)])
     length = float(np.max(np.linalg.norm(points - rig.heads[upper], axis=1)))
     height = float(rig.heads[upper, 2])
