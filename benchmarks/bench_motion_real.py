@@ -54,6 +54,7 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
 from kirin.benchmarks import motion_real_filmstrip as filmstrips  # noqa: E402
+from kirin.benchmarks import motion_real_recall as recall_support  # noqa: E402
 from kirin.benchmarks import motion_real_support as support  # noqa: E402
 from kirin.kirin_addon.eval.gait import KINDS as VERDICT_KINDS  # noqa: E402
 from kirin.kirin_addon.eval.gait import FootTrack, GaitInput, gait_verdict, measure_gait  # noqa: E402
@@ -84,6 +85,7 @@ class Options:
     filmstrips: Path | None = FILMSTRIPS
     locomotion_only: bool = False
     two_segments: bool = True  # a "walks, then runs" case on rigs with both clips
+    recall: list | None = None  # other actions' cases are collected here for the evaluator's R@1
 
 
 # ----------------------------------------------------------------------------- cases
@@ -225,6 +227,8 @@ def run_case(character: support.Character, clip: support.Clip, options: Options)
         heading = support.posed_forward(character, authored_tracks)
         path = filmstrips.filmstrip(character, strips, bounds, options.filmstrips / f"{name}.png", heading)
         row["filmstrip"] = str(path)
+    if options.recall is not None and not loop:
+        options.recall.append(recall_support.read_case(character, clip, prompt, made, action, once))
     row["seconds"] = round(time.perf_counter() - began, 3)
     return row
 
@@ -348,6 +352,16 @@ def summary_line(info: dict) -> str:
             f"median generated/authored over locomotion: {ratios or '-'}{halves}")
 
 
+def recall_line(info: dict) -> str:
+    if "reason" in info:
+        return f"other actions: {info['reason']}"
+    ratio = "–" if info["ratio_r1"] is None else f"{info['ratio_r1']:.2f}"
+    actions = ", ".join(info["actions"])
+    return (f"other actions ({info['cases']} cases: {actions}), the evaluator's R@1: generated "
+            f"{info['generated_r1']:.2f}, authored {info['authored_r1']:.2f} (ratio {ratio}; chance "
+            f"{info['chance_r1']:.2f}); R@3 {info['generated_r3']:.2f} / {info['authored_r3']:.2f}")
+
+
 # ----------------------------------------------------------------------------- main
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -360,6 +374,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--filmstrips", type=Path, default=FILMSTRIPS)
     parser.add_argument("--no-filmstrips", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-recall", action="store_true",
+                        help="skip the evaluator's R@1 of the other actions")
     parser.add_argument("--calibration", action="store_true",
                         help="the calibration rigs (every other authored rig, CMU 01–06), locomotion only")
     parser.add_argument("--device", default="cpu")
@@ -371,7 +387,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
     strips = None if args.no_filmstrips else args.filmstrips
     options = Options(args.frames, args.seed, args.prompt_style, strips, locomotion_only=args.calibration,
-                      two_segments=not args.calibration)
+                      two_segments=not args.calibration, recall=None if args.no_recall else [])
     files = support.calibration_files(args.assets) if args.calibration else rig_files(args.assets, args.rigs)
     if args.calibration and args.rigs:
         files = [f for f in files if any(r.lower() in str(f).lower() for r in args.rigs)]
@@ -388,8 +404,12 @@ def main(argv: list[str] | None = None) -> dict:
         headless.disable_extension(module)
     info = {**summary(rows), "seconds": round(time.perf_counter() - began, 1), "frames": args.frames,
             "seed": args.seed, "prompt_style": args.prompt_style}
+    if options.recall:
+        info["other_actions"] = recall_support.recall(options.recall)
     print(table(rows))
     print(summary_line(info))
+    if "other_actions" in info:
+        print(recall_line(info["other_actions"]))
     print(f"{len(rows)} cases in {info['seconds']:.0f} s")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

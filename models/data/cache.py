@@ -64,6 +64,45 @@ def rig_key(rig: Rig) -> str:
     return digest.hexdigest()
 
 
+def rig_entry(canon, mesh) -> dict:
+    """What the cache keeps of a rig (a `CanonicalRig`, its skin or None): the arrays of `RigArrays`,
+    with the joint names as text (encoded when the cache is saved)."""
+    rf = rig_features(canon.rig, canon.feet, mesh, canon.frame.matrix())
+    rig = canon.rig
+    parents = rig.parents
+    offsets = np.where((parents >= 0)[:, None], rig.heads - rig.heads[np.maximum(parents, 0)], 0.0)
+    root_of = np.arange(rig.joint_count)
+    for j in rig.topological_order:
+        if parents[j] >= 0:
+            root_of[j] = root_of[parents[j]]
+    return {
+        "geometry": rf.geometry,
+        "skin": rf.skin,
+        "hops": rf.hops.astype(np.int8),
+        "edges": rf.edges.astype(np.int8),
+        "paths": ancestor_paths(parents).astype(np.int8),
+        "offsets": offsets.astype(np.float32),
+        "root_of": root_of.astype(np.int16),
+        "parents": np.where(parents >= 0, parents, np.arange(len(parents))).astype(np.int16),
+        "feet": rf.feet,
+        "names": rf.names,
+        "main_root": int(rig.main_root),
+    }
+
+
+def rig_arrays(canon, mesh, text_encoder) -> RigArrays:
+    """A rig outside any cache as the evaluator and the training batches read it (names encoded)."""
+    entry = rig_entry(canon, mesh)
+    names = np.asarray(text_encoder.encode_sentences(list(entry["names"])), np.float32)
+    return RigArrays(
+        geometry=entry["geometry"], skin=entry["skin"], names=names,
+        hops=entry["hops"].astype(np.int64), edges=entry["edges"].astype(np.int64),
+        paths=entry["paths"].astype(np.float32), offsets=entry["offsets"],
+        root_of=entry["root_of"].astype(np.int64), parents=entry["parents"].astype(np.int64),
+        feet=entry["feet"], main_root=entry["main_root"],
+    )
+
+
 def _process(args: tuple[str, str]) -> dict:
     """Everything numpy-only about one clip (runs in a worker)."""
     path, source = args
@@ -76,14 +115,7 @@ def _process(args: tuple[str, str]) -> dict:
     mesh = None
     if meta.get("mesh") and (Path(source) / meta["mesh"]).exists():
         mesh = load_mesh(Path(source) / meta["mesh"])
-    rf = rig_features(canon.rig, canon.feet, mesh, canon.frame.matrix())
     rig = canon.rig
-    parents = rig.parents
-    offsets = np.where((parents >= 0)[:, None], rig.heads - rig.heads[np.maximum(parents, 0)], 0.0)
-    root_of = np.arange(rig.joint_count)
-    for j in rig.topological_order:
-        if parents[j] >= 0:
-            root_of[j] = root_of[parents[j]]
     positions = feats.positions
     loop = (
         bool(
@@ -99,19 +131,7 @@ def _process(args: tuple[str, str]) -> dict:
         "path": path,
         "key": rig_key(clip.rig),
         "features": feats.features.astype(np.float16),
-        "rig": {
-            "geometry": rf.geometry,
-            "skin": rf.skin,
-            "hops": rf.hops.astype(np.int8),
-            "edges": rf.edges.astype(np.int8),
-            "paths": ancestor_paths(parents).astype(np.int8),
-            "offsets": offsets.astype(np.float32),
-            "root_of": root_of.astype(np.int16),
-            "parents": np.where(parents >= 0, parents, np.arange(len(parents))).astype(np.int16),
-            "feet": rf.feet,
-            "names": rf.names,
-            "main_root": int(rig.main_root),
-        },
+        "rig": rig_entry(canon, mesh),
         "captions": list(clip.captions),
         "heldout": meta.get("heldout_caption"),
         "image": str(Path(source) / image) if image else None,
