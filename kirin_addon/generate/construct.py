@@ -120,9 +120,9 @@ def _planting_joints(roles: RigRoles) -> list[int]:
     return feet
 
 
-def construct_locomotion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: int, fps: float,
+def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: int, fps: float,
                          seed: int, mesh: SkinnedMesh | None = None) -> ConstructedMotion:
-    """`frames` frames of the plan's locomotion on `rig` (canon: the same rig in its canonical frame;
+    """`frames` frames of the plan (its locomotion, or its one action in place) on `rig` (canon: the same rig in its canonical frame;
     mesh: its skin in the rig's armature space, or None). RoleError when the rig's legs cannot be found;
     ControllerError when its family cannot do a gait."""
     roles = detect_roles(canon.rig)
@@ -132,10 +132,12 @@ def construct_locomotion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames
         skin = SkinnedMesh(canon.frame.to_canonical_points(mesh.vertices), mesh.triangles, mesh.joint_indices,
                            mesh.joint_weights)
     creature = creature_of(roles, metres, skin)
-    segments = plan.controller_segments(frames / fps)
-    direction = plan.segments[0].direction
-    clip = controller_clip(creature, segments[0]["gait"], seed, frames=frames, fps=fps,
-                           travel=Travel(direction=direction), segments=segments)
+    if plan.locomotion:
+        segments = plan.controller_segments(frames / fps)
+        clip = controller_clip(creature, segments[0]["gait"], seed, frames=frames, fps=fps,
+                               travel=Travel(direction=plan.segments[0].direction), segments=segments)
+    else:  # one action in place (plan.constructed)
+        clip = controller_clip(creature, plan.segments[0].action, seed, frames=frames, fps=fps)
     pose = forward_kinematics(creature.rig, clip.motion)
     pose[..., :3, 3] /= metres
     world = _to_armature(canon, _followed_poses(roles, pose))

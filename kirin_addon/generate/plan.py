@@ -17,6 +17,8 @@ from .tempo import species_in, tempo_of
 
 # Default pace of a speed word, as a share of the gait's own speed.
 PACE_WORDS = {"slowly": 0.7, "quickly": 1.3}
+# The actions besides the gaits that the controllers make on artists' rigs (the benchmark's R@1 decides).
+CONSTRUCTED_ACTIONS = ("idle", "jump")
 DIRECTIONS = {"forward": "forward", "backward": "backward", "left": "left", "right": "right",
               "in a circle": "circle"}
 
@@ -40,6 +42,14 @@ class MotionPlan:
         """Every segment is a gait of the family (what the gait controllers make on any rig)."""
         gaits = FAMILY_GAITS.get(self.family, {})
         return bool(self.segments) and all(s.action in gaits for s in self.segments)
+
+    @property
+    def constructed(self) -> bool:
+        """Made by construction: locomotion, or one of CONSTRUCTED_ACTIONS alone where the family has it."""
+        if self.locomotion:
+            return True
+        return (len(self.segments) == 1 and self.segments[0].action in CONSTRUCTED_ACTIONS
+                and self.segments[0].action in ACTIONS_BY_FAMILY.get(self.family, ()))
 
     def controller_segments(self, seconds: float) -> list[dict]:
         """The controllers' segment dicts over a clip of `seconds`, at the calibrated tempo of each gait."""

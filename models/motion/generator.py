@@ -24,7 +24,7 @@ from ...kirin_addon.core.motion import Motion, motion_from_world_deltas, pin_fra
 from ...kirin_addon.core.rig import Rig
 from ...kirin_addon.core.rotations import matrix_to_quat, quat_to_matrix
 from ...kirin_addon.core.skinning import SkinnedMesh
-from ...kirin_addon.generate.construct import construct_locomotion
+from ...kirin_addon.generate.construct import construct_motion
 from ...kirin_addon.generate.plan import plan_prompt
 from ...kirin_addon.generate.request import GenerateRequest, GenerateRequestError
 from ...kirin_addon.generate.rig_roles import RoleError, detect_roles
@@ -93,7 +93,7 @@ class SamplingOptions:
     image_encoder: str | None = None  # None: the default image encoder
     bank: MotionBank | None = None  # the library to retrieve from; None: the model's own
     retrieval: RetrievalConfig | None = None  # None: the defaults
-    construct: bool = True  # locomotion by construction where the prompt asks only for gaits
+    construct: bool = True  # by construction where the prompt asks only for gaits (or an idle, a jump)
 
 
 @dataclass
@@ -356,9 +356,10 @@ class MotionModel:
     def _constructed(
         self, prepared: PreparedRig, request: GenerateRequest, options: SamplingOptions
     ) -> list[Generated] | None:
-        """Locomotion by construction (kirin_addon/generate/construct.py): the gait controllers on the
-        rig's own legs, for a prompt whose every segment is a gait of the rig's family; None where the
-        network makes the request (other actions, a reference image, kept keys, a loop, no legs found)."""
+        """Motion by construction (kirin_addon/generate/construct.py): the controllers on the rig's own
+        legs, for a prompt whose every segment is a gait of the rig's family, or an idle or a jump alone;
+        None where the network makes the request (other actions, a reference image, kept keys, a loop,
+        no legs found)."""
         if not options.construct or request.prompt is None or request.image is not None:
             return None
         if request.keep is not None or request.loop:
@@ -368,12 +369,12 @@ class MotionModel:
         except RoleError:
             return None
         plan = plan_prompt(request.prompt, roles.family)
-        if not plan.locomotion:
+        if not plan.constructed:
             return None
         results = []
         for v in range(request.variants):
             started = time.perf_counter()
-            made = construct_locomotion(prepared.canon, prepared.rig, plan, request.frames, self.fps,
+            made = construct_motion(prepared.canon, prepared.rig, plan, request.frames, self.fps,
                                         int(request.seed) + v, prepared.mesh)
             features = motion_features(prepared.canon, prepared.rig, made.motion).features
             contacts = made.contacts[:, _nearest_legs(prepared, made.feet)]

@@ -8,7 +8,7 @@ from artist_rigs import biped_with_foot_controls, ik_quadruped
 
 from kirin.kirin_addon.core.canonical import CanonicalFrame, canonical_rig
 from kirin.kirin_addon.core.motion import joint_positions
-from kirin.kirin_addon.generate.construct import construct_locomotion
+from kirin.kirin_addon.generate.construct import construct_motion
 from kirin.kirin_addon.generate.plan import plan_prompt
 from kirin.kirin_addon.generate.tempo import tempo_of
 
@@ -18,7 +18,7 @@ FPS = 30.0
 def _made(rig, prompt, frames=120, seed=0, frame=None):
     canon = canonical_rig(rig, frame or CanonicalFrame(np.eye(3), 1.0, np.zeros(3)))
     family = "quadruped" if "Root" in rig.names else "biped"
-    return construct_locomotion(canon, rig, plan_prompt(prompt, family), frames, FPS, seed)
+    return construct_motion(canon, rig, plan_prompt(prompt, family), frames, FPS, seed)
 
 
 def _stride_hz(contact: np.ndarray) -> float:

@@ -32,6 +32,14 @@ def test_two_segments_and_actions_the_controllers_do_not_walk():
     assert not plan_prompt("a dog eating", "quadruped").locomotion
 
 
+def test_idle_and_jump_alone_are_constructed_other_actions_are_not():
+    assert plan_prompt("A husky stands idle.", "quadruped").constructed
+    assert plan_prompt("A goblin jumps.", "biped").constructed
+    assert not plan_prompt("A husky jumps, then stands still.", "quadruped").constructed
+    assert not plan_prompt("A yeti punches.", "biped").constructed
+    assert not plan_prompt("a dog eating", "quadruped").constructed
+
+
 def test_the_tempo_follows_pace_and_size():
     walk = TEMPI[("quadruped", "walk")].frequency
     assert tempo_of("quadruped", "walk").frequency == walk
