@@ -1,4 +1,4 @@
-"""Locomotion made by construction on any rig: the gait controllers drive the rig's own legs.
+"""Motion made by construction on any rig: the gait (and idle, jump) controllers drive the rig's own legs.
 
 The rig's roles (rig_roles.py) make it a `Creature` the controllers know: legs solved by IK onto
 planted footholds, swing arcs, body bob, spine, neck and tail bending with the gait. What the
@@ -121,10 +121,10 @@ def _planting_joints(roles: RigRoles) -> list[int]:
 
 
 def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: int, fps: float,
-                         seed: int, mesh: SkinnedMesh | None = None) -> ConstructedMotion:
-    """`frames` frames of the plan (its locomotion, or its one action in place) on `rig` (canon: the same rig in its canonical frame;
-    mesh: its skin in the rig's armature space, or None). RoleError when the rig's legs cannot be found;
-    ControllerError when its family cannot do a gait."""
+                     seed: int, mesh: SkinnedMesh | None = None) -> ConstructedMotion:
+    """`frames` frames of the plan (its locomotion, or its one action in place) on `rig` (canon: the same
+    rig in its canonical frame; mesh: its skin in the rig's armature space, or None). RoleError when the
+    rig's legs cannot be found; ControllerError when its family cannot do the action."""
     roles = detect_roles(canon.rig)
     metres = BODY_METRES[roles.family]
     skin = None
