@@ -195,8 +195,9 @@ class _StrideFit:
         def fits(x: float) -> bool:  # the legs reach the stride, and it is a stride a leg can take
             return self.needed(x, w, gait) <= frequency and x <= frequency * longest
 
-        v = _largest(fits, hi)
-        return v, max(frequency, self.needed(v, w, gait)) * self.stride_mult, w
+        # A retry for a body that dropped too far keeps the tempo and shortens the stride instead.
+        v = _largest(fits, hi) / self.stride_mult
+        return v, max(frequency, self.needed(v, w, gait)), w
 
     def _bounded_turn(self, gait: Gait, v: float, w: float, default_speed: bool) -> tuple[float, float]:
         # A turn may shorten the stride a little (the outer and far feet sweep further than on a
