@@ -43,7 +43,7 @@ class ConstructedMotion:
 def creature_of(roles: RigRoles, metres: float, mesh: SkinnedMesh | None = None) -> Creature:
     """The rig as the controllers' creature, in metres (its skin too, where it has one: canonical frame)."""
     scale = np.diag([metres, metres, metres, 1.0])
-    rig = roles.rig.transformed(scale)
+    rig = _followers_attached(roles).transformed(scale)
     if mesh is not None:
         mesh = SkinnedMesh(mesh.vertices * metres, mesh.triangles, mesh.joint_indices, mesh.joint_weights)
     limbs = [Limb(list(leg.chain), leg.side, "leg", leg.position, leg.foot, leg.toe) for leg in roles.legs]
@@ -52,12 +52,24 @@ def creature_of(roles: RigRoles, metres: float, mesh: SkinnedMesh | None = None)
                     roles.head, -1, list(roles.tail), limbs)
 
 
-def _ground_frames(roles: RigRoles, pose: np.ndarray) -> np.ndarray:
+def _followers_attached(roles: RigRoles) -> Rig:
+    """The working rig with each follower branch hung from the joint it follows (the pelvis for those that
+    follow the ground): the controllers then carry foot controls with their legs, and never drag a
+    separate root through the floor with the body's drop."""
+    rig = roles.rig
+    if not roles.followers:
+        return rig
+    parents = rig.parents.copy()
+    for top, anchor in roles.followers.items():
+        parents[top] = roles.pelvis if anchor < 0 else anchor
+    return Rig(list(rig.names), parents, rig.rest, rig.tails, rig.deform)
+
+
+def ground_frames(rig: Rig, pelvis: int, pose: np.ndarray) -> np.ndarray:
     """(T,4,4) the body's frame on the ground: the pelvis' heading and its path over the floor, no bob,
-    pitch or roll (what a floor-level root bone and the pole targets travel with)."""
-    pelvis = roles.pelvis
-    rest = roles.rig.heads[pelvis]
-    delta = pose[:, pelvis, :3, :3] @ roles.rig.rest[pelvis, :3, :3].T
+    pitch or roll (what a floor-level root bone and the pole targets travel with); identity at rest."""
+    rest = rig.heads[pelvis]
+    delta = pose[:, pelvis, :3, :3] @ rig.rest[pelvis, :3, :3].T
     forward = delta @ np.array([0.0, -1.0, 0.0])
     yaw = np.arctan2(forward[:, 0], -forward[:, 1])
     c, s = np.cos(yaw), np.sin(yaw)
@@ -74,7 +86,7 @@ def _followed_poses(roles: RigRoles, pose: np.ndarray) -> np.ndarray:
     each other branch outside the body carried rigidly by the joint it follows."""
     rig = roles.rig
     out = pose[:, :roles.joint_count].copy()
-    ground = _ground_frames(roles, pose)
+    ground = ground_frames(rig, roles.pelvis, pose)
     above = roles.above_pelvis if not rig.connected[roles.pelvis] else []
     for j in above:
         out[:, j] = ground @ rig.rest[j][None]
