@@ -66,8 +66,9 @@ def recall(cases: list[RecallCase]) -> dict:
         authored.append((motion_features(canon, case.rig, case.authored).features, arrays))
     texts = evaluator.embed_texts([c.prompt for c in cases])
     labels = [c.label for c in cases]
-    ours = r_precision(evaluator.embed_motions(generated), texts, labels)
-    theirs = r_precision(evaluator.embed_motions(authored), texts, labels)
+    ours_embedded, theirs_embedded = evaluator.embed_motions(generated), evaluator.embed_motions(authored)
+    ours = r_precision(ours_embedded, texts, labels)
+    theirs = r_precision(theirs_embedded, texts, labels)
     return {
         "cases": len(cases),
         "actions": sorted(set(labels)),
@@ -76,4 +77,19 @@ def recall(cases: list[RecallCase]) -> dict:
         "ratio_r1": float(ours[0] / theirs[0]) if theirs[0] > 0 else None,
         "chance_r1": float(np.mean([1.0 / (1 + min(31, sum(lb != c.label for lb in labels)))
                                     for c in cases])),
+        "first_by_action": {label: {"generated": _first(ours_embedded, texts, labels, label),
+                                    "authored": _first(theirs_embedded, texts, labels, label)}
+                            for label in sorted(set(labels))},
     }
+
+
+def _first(motions: np.ndarray, texts: np.ndarray, labels: list[str], label: str) -> float:
+    """Share of `label`'s cases whose own prompt is the nearest among their own and every other action's."""
+    hits = []
+    for i, own in enumerate(labels):
+        if own != label:
+            continue
+        others = [k for k, other in enumerate(labels) if other != own]
+        mine = np.linalg.norm(motions[i] - texts[i])
+        hits.append(bool(np.all(np.linalg.norm(motions[i][None] - texts[others], axis=-1) > mine)))
+    return float(np.mean(hits)) if hits else float("nan")
