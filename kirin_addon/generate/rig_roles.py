@@ -109,17 +109,6 @@ def _path(rig: Rig, top: int, bottom: int) -> list[int]:
     return path[::-1][1:]
 
 
-def _limb_chain(rig: Rig, leaf: int) -> list[int]:
-    """From a leaf up while the parent has this one child: the joints that move only this limb."""
-    chain = [leaf]
-    while True:
-        parent = int(rig.parents[chain[0]])
-        if parent < 0 or len(rig.children[parent]) != 1:
-            break
-        chain.insert(0, parent)
-    return chain
-
-
 # ----------------------------------------------------------------------------- the body and its followers
 def _body_top(rig: Rig) -> int:
     """The joint whose subtree is the body. Below a root that carries foot controls and pole targets
