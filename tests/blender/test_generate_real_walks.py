@@ -1,7 +1,8 @@
 """Generate Motion on artists' rigs through the panel's path (issue 17): a walk on the Husky (held out)
 and on the Donkey meets the duty, frequency and left/right bounds of its own authored Walk, measured on
 the deformed mesh; the Husky's paws hang under IK control bones beside the body, and they step on the
-ground (planted at the floor, lifted in swing)."""
+ground (planted at the floor, lifted in swing); a CMU take, whose rest pose lies folded, walks on its
+own floor from the pose its animation stands in, and the user is told."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from blender_support import bpy
 ROOT = Path(__file__).resolve().parents[2]
 HUSKY = asset_files("quaternius/animals_pack/Husky.glb")
 DONKEY = asset_files("quaternius/animals_pack/Donkey.glb")
+CMU_WALK = asset_files("bvh_cmu_subjects_01_07/007_03.bvh")
 pytestmark = [
     pytest.mark.skipif(not HUSKY or not DONKEY, reason="../shared/assets is not present"),
     pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").is_file()
@@ -64,3 +66,24 @@ def test_paws_under_ik_control_bones_step_on_the_ground(blender):
         assert foot.min() < 0.03 * size  # it reaches the floor…
         assert np.mean(foot < foot.min() + 0.01 * size) > 0.35  # … and stays down a good share of the cycle
         assert foot.max() > 0.03 * size  # and lifted in swing
+
+
+@pytest.mark.skipif(not CMU_WALK, reason="the CMU subject-07 walks are not present")
+def test_a_folded_bvh_rest_walks_from_the_pose_its_animation_stands_in(blender):
+    import sys
+
+    bench = load_benchmark("bench_motion_real")
+    support = bench.support
+    person, _ = support.load_character(CMU_WALK[0], bench.headless.import_rig_file)
+    scene = bpy.context.scene
+    scene.frame_set(40)
+    options = bench.Options(frames=90, seed=0, filmstrips=None)
+    made = bench.generate(person, "A person walks forward.", options)
+    assert scene.frame_current == 40  # the frames it tried are not left behind
+    last_run = sys.modules[f"bl_ext.{bench.headless.REPO_NAME}.kirin.operators.generate"].last_run
+    assert any("rest pose" in w and "frame" in w for w in last_run["warnings"])
+    measured, tracks = bench.measure(person, made, list(range(1, 91)))
+    # It stands and walks on the floor its take walks on: feet down, alternating, the body well above them.
+    assert np.all(tracks.body[:, 2] - tracks.soles[:, :, 2].max(axis=0) > 0.3 * person.body_size)
+    assert abs(float(tracks.soles[:, :, 2].min()) - person.floor) < 0.03 * person.body_size
+    assert 0.4 <= measured.duty <= 0.65 and measured.contralateral <= -0.5
