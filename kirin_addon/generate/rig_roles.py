@@ -29,8 +29,9 @@ SAME_POINT = 0.03
 # Chain joints whose heads are within this of the lowest one are the foot: the ankle of a foot flat on
 # the floor, with its toes (a human ankle is ~0.045 of the body's height above its sole).
 FOOT_LEVEL = 0.06
-# A limb's chain must drop at least this share of its length to be a leg (tails and arms do not).
-DROP_SHARE = 0.5
+# A limb's chain must drop from its highest joint to its end by at least this share of its length to be
+# a leg (a spider's legs arch up first; a chain lying on the floor does not drop).
+DROP_SHARE = 0.25
 # Joints further than this from the midline are on a side (body sizes).
 SIDE = 0.02
 # The floor-touching leaves of one foot (toes, heel) lie within this of each other (body sizes).
@@ -223,11 +224,14 @@ def _leg_roles(rig: Rig, body: np.ndarray, body_top: int) -> list[LegRole]:
             continue
         points = np.concatenate([heads[chain], tails[chain[-1:]]])
         length = float(np.sum(np.linalg.norm(np.diff(points, axis=0), axis=1)))
-        drop = float(heads[chain[0], 2] - points[:, 2].min())
+        drop = float(points[:, 2].max() - points[-2:, 2].min())  # from its highest joint down to its end
         if drop < DROP_SHARE * max(length, 1e-9):
             continue
         head_z = heads[chain, 2]
-        foot_at = int(np.flatnonzero(head_z <= head_z.min() + FOOT_LEVEL)[0])
+        low = head_z <= head_z.min() + FOOT_LEVEL
+        foot_at = len(chain) - 1
+        while foot_at > 0 and low[foot_at - 1]:  # the last run of low joints: ankle and toes, not a hip
+            foot_at -= 1
         foot_at = max(foot_at, 2)  # IK needs two bones above the foot
         if foot_at >= len(chain):
             parent = int(rig.parents[chain[0]])
@@ -362,7 +366,9 @@ def detect_roles(rig: Rig) -> RigRoles:
         chest = _common_ancestor(work, [leg.chain[0] for leg in front])
         up = _forward_path(work, pelvis, taken, lambda h: -h[1])
     axial = _trim_end(work, up)
-    if chest in axial:
+    if chest == pelvis and family in ("hexapod", "spider"):  # legs from one cephalothorax: no spine
+        cut = 0
+    elif chest in axial:
         cut = axial.index(chest) + 1
     else:  # no chest on the way: the first half bends as the spine, the rest as the neck
         cut = max(1, len(axial) // 2)

@@ -38,6 +38,7 @@ def test_idle_and_jump_alone_are_constructed_other_actions_are_not():
     assert not plan_prompt("A husky jumps, then stands still.", "quadruped").constructed
     assert not plan_prompt("A yeti punches.", "biped").constructed
     assert not plan_prompt("a dog eating", "quadruped").constructed
+    assert not plan_prompt("a spider walking forward", "spider").constructed  # its legs are not solved yet
 
 
 def test_the_tempo_follows_pace_and_size():
