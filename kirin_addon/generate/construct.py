@@ -25,10 +25,10 @@ from ..library.controllers.dispatch import generate as controller_clip
 from .plan import MotionPlan
 from .rig_roles import RigRoles, detect_roles
 
-# Metres per body size the controllers are run at (their stride frequencies follow the Froude number,
-# so this sets the tempo). Artists' files say nothing usable: the same Quaternius husky is 5 m in one
-# export and the fox 108 m in another, so the size is the family's; calibrated against authored
-# clips (docs/calibration.md).
+# Metres per body size the controllers are run at. Artists' files say nothing usable (the same
+# Quaternius husky is 5 m in one export, the Khronos fox 108 m in another), so the size is the family's.
+# Reach, lift and bob are in leg lengths; the tempo is calibrated in Hz (tempo.py, docs/tempo.md), so
+# the size only sets the Froude speeds of gaits that have no calibrated tempo.
 BODY_METRES = {"quadruped": 1.6, "biped": 1.7, "hexapod": 0.5, "spider": 0.5}
 
 

@@ -3,13 +3,13 @@
 Medians over the distinct animation sets of the calibration rigs (every authored rig in ../shared/assets
 with locomotion clips but the held-out ones, and the CMU subjects 01–06; the 14 Quaternius monsters
 that share one set of clips count once), measured on the deformed mesh by
-`benchmarks/bench_motion_real.py --calibration`; docs/calibration.md has the table. Game clips keep
-one tempo across sizes (a 0.2-body-size-legged monster walks at the same 1 Hz as a person), so the
-frequency is the gait's, not a Froude law of leg length. A speed word changes the tempo as cadence
-follows speed in people and animals (frequency ∝ speed^0.55). A stance share is the one the
-controllers must be given for the deformed mesh to read the authored median (their soles read ~0.04
-longer than the nominal share). Bipeds get the crouch, lean and arm swing their walks and runs have
-(game characters stand with straight legs: a stride needs bent knees).
+`benchmarks/bench_motion_real.py --calibration`; docs/tempo.md has the table. Game clips keep one
+tempo across the rigs' proportions (a monster with legs 0.2 body sizes long walks at the same 1 Hz as a
+person), so the frequency is the gait's; a species the prompt names scales it mildly by its size
+(∝ leg^-0.3). A speed word changes the tempo as cadence follows speed in people and animals
+(frequency ∝ speed^0.55). A stance share is the one the controllers must be given for the deformed
+mesh to read the authored median. Bipeds get the crouch, lean, arm swing and foot roll their walks and
+runs have (game characters stand with straight legs: a stride needs bent knees).
 """
 
 from __future__ import annotations
