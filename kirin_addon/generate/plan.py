@@ -15,8 +15,8 @@ from ..library.controllers.dispatch import ACTIONS_BY_FAMILY
 from ..library.controllers.gaits import FAMILY_GAITS
 from .tempo import species_in, tempo_of
 
-# Default pace of a speed word, as a share of the gait's own speed.
-PACE_WORDS = {"slowly": 0.7, "quickly": 1.3}
+# Pace of each speed bucket a prompt's speed word falls in, as a share of the gait's own speed.
+PACE_OF_BUCKET = {"very_slow": 0.5, "slow": 0.7, "fast": 1.3, "very_fast": 1.6}
 # The families whose legs the controllers solve on artists' rigs. Not the spider: on the luanti spider
 # its sprawled, arched legs were pulled in under the body (the front feet 0.1 body sizes back of rest).
 CONSTRUCTED_FAMILIES = ("quadruped", "biped")
@@ -82,7 +82,7 @@ def plan_prompt(prompt: str, family: str) -> MotionPlan:
         action = part.action
         if action not in allowed and action in ("run", "gallop", "canter"):
             action = "run" if "run" in gaits else "gallop"
-        segments.append(Segment(action, 1.0, PACE_WORDS.get(part.speed_word or "", 1.0),
+        segments.append(Segment(action, 1.0, PACE_OF_BUCKET.get(part.bucket() or "", 1.0),
                                 DIRECTIONS.get(part.direction or "forward", "forward")))
     merged: list[Segment] = []
     for segment in segments:  # "walks, walks on" is one walk

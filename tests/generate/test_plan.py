@@ -18,6 +18,7 @@ def test_gaits_in_the_familys_words():
     assert _segments("A dog is galloping quickly to the left", "quadruped") == [("gallop", 1.3, "left")]
     assert _segments("walks in a circle", "quadruped") == [("walk", 1.0, "circle")]
     assert _segments("a man walks slowly forward", "biped") == [("walk", 0.7, "forward")]
+    assert _segments("brisk walk", "biped") == [("walk", 1.3, "forward")]  # any fast word: CMU's "brisk walk"
     assert plan_prompt("A husky walks.", "quadruped").locomotion
 
 

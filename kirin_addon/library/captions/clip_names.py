@@ -43,7 +43,7 @@ _CLIP_DIRECTIONS = {"left": "left", "l": "left", "right": "right", "r": "right",
                     "fwd": "forward", "front": "forward", "back": "backward", "backward": "backward",
                     "bwd": "backward", "circle": "in a circle", "inplace": "in place"}
 _CLIP_SPEEDS = {"fast": "quickly", "quick": "quickly", "slow": "slowly", "slowly": "slowly",
-                "quickly": "quickly"}
+                "quickly": "quickly", "brisk": "briskly", "briskly": "briskly"}
 _CLIP_MANNER = {"headlow": "with a lowered head", "tpose": "in a T-pose", "limp": "limping",
                 "sneak": "stealthily", "stealth": "stealthily", "injured": "injured", "drunk": "drunk",
                 "happy": "happy", "sad": "sad", "angry": "angry", "tired": "tired", "scared": "scared"}
