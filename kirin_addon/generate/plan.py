@@ -22,6 +22,10 @@ PACE_OF_BUCKET = {"very_slow": 0.5, "slow": 0.7, "fast": 1.3, "very_fast": 1.6}
 CONSTRUCTED_FAMILIES = ("quadruped", "biped")
 # The actions besides the gaits that the controllers make on artists' rigs (the benchmark's R@1 decides).
 CONSTRUCTED_ACTIONS = ("idle", "jump")
+# What a prompt's last part may be that only brings the creature to rest, and the controllers' name for
+# the end of a locomotion clip that stops, standing.
+AT_REST = ("idle", "land", "stop")
+STOP = "stop"
 DIRECTIONS = {"forward": "forward", "backward": "backward", "left": "left", "right": "right",
               "in a circle": "circle"}
 
@@ -45,8 +49,10 @@ class MotionPlan:
         """Every segment is a gait of the family, and the family is one the controllers walk on artists'
         rigs (CONSTRUCTED_FAMILIES)."""
         gaits = FAMILY_GAITS.get(self.family, {})
-        return (self.family in CONSTRUCTED_FAMILIES and bool(self.segments)
-                and all(s.action in gaits for s in self.segments))
+        stops = len(self.segments) > 1 and self.segments[-1].action == STOP
+        moving = self.segments[:-1] if stops else self.segments
+        return (self.family in CONSTRUCTED_FAMILIES and bool(moving)
+                and all(s.action in gaits for s in moving))
 
     @property
     def constructed(self) -> bool:
@@ -70,6 +76,20 @@ class MotionPlan:
         return out
 
 
+def _ending_at_rest(segments: list[Segment], family: str) -> list[Segment]:
+    """A last part that only comes to rest ("…, then stands still", "jumps and lands"): after gaits it is
+    the controllers' stop; after an action that ends standing (a jump) it is part of that action."""
+    if len(segments) < 2 or segments[-1].action not in AT_REST:
+        return segments
+    last, before = segments[-1], segments[-2]
+    if before.action in FAMILY_GAITS.get(family, {}):
+        return [*segments[:-1], Segment(STOP, last.share, 1.0, before.direction)]
+    if before.action in CONSTRUCTED_ACTIONS:
+        joined = Segment(before.action, before.share + last.share, before.pace, before.direction)
+        return [*segments[:-2], joined]
+    return segments
+
+
 def plan_prompt(prompt: str, family: str) -> MotionPlan:
     """The plan a prompt asks of a rig of `family`; actions the family has no controller for are kept by
     name (the plan is then not `locomotion`)."""
@@ -84,6 +104,7 @@ def plan_prompt(prompt: str, family: str) -> MotionPlan:
             action = "run" if "run" in gaits else "gallop"
         segments.append(Segment(action, 1.0, PACE_OF_BUCKET.get(part.bucket() or "", 1.0),
                                 DIRECTIONS.get(part.direction or "forward", "forward")))
+    segments = _ending_at_rest(segments, family)
     merged: list[Segment] = []
     for segment in segments:  # "walks, walks on" is one walk
         if merged and merged[-1].action == segment.action and merged[-1].direction == segment.direction:

@@ -36,7 +36,13 @@ def test_two_segments_and_actions_the_controllers_do_not_walk():
 def test_idle_and_jump_alone_are_constructed_other_actions_are_not():
     assert plan_prompt("A husky stands idle.", "quadruped").constructed
     assert plan_prompt("A goblin jumps.", "biped").constructed
-    assert not plan_prompt("A husky jumps, then stands still.", "quadruped").constructed
+    # coming to rest after a jump is part of the jump; after gaits it is the controllers' stop
+    jump = plan_prompt("A husky jumps, then stands still.", "quadruped")
+    assert [s.action for s in jump.segments] == ["jump"] and jump.constructed
+    walk = plan_prompt("a wolf walks, then stands still", "quadruped")
+    assert [s.action for s in walk.segments] == ["walk", "stop"] and walk.locomotion
+    assert walk.controller_segments(4.0)[-1] == {"gait": "stop", "duration": 2.0, "speed": None}
+    assert not plan_prompt("A yeti punches, then stands still.", "biped").constructed
     assert not plan_prompt("A yeti punches.", "biped").constructed
     assert not plan_prompt("a dog eating", "quadruped").constructed
     assert not plan_prompt("a spider walking forward", "spider").constructed  # its legs are not solved yet
