@@ -8,7 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+# What a benchmark that generates through the panel's path needs: the backend's environment and model.
+HAS_BACKEND = ((ROOT / ".venv" / "bin" / "python").is_file()
+               and (ROOT / "models" / "weights" / "motion" / "model.json").is_file())
+NO_BACKEND = "needs the checkout's .venv (the backend's environment) and the motion model"
 
 
 def load_benchmark(name: str) -> ModuleType:

@@ -133,11 +133,13 @@ def _planting_joints(roles: RigRoles) -> list[int]:
 
 
 def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: int, fps: float,
-                     seed: int, mesh: SkinnedMesh | None = None) -> ConstructedMotion:
+                     seed: int, mesh: SkinnedMesh | None = None,
+                     roles: RigRoles | None = None) -> ConstructedMotion:
     """`frames` frames of the plan (its locomotion, or its one action in place) on `rig` (canon: the same
-    rig in its canonical frame; mesh: its skin in the rig's armature space, or None). RoleError when the
-    rig's legs cannot be found; ControllerError when its family cannot do the action."""
-    roles = detect_roles(canon.rig)
+    rig in its canonical frame; mesh: its skin in the rig's armature space, or None; roles: those of
+    canon.rig when already read). RoleError when the rig's legs cannot be found; ControllerError when its
+    family cannot do the action."""
+    roles = detect_roles(canon.rig) if roles is None else roles
     metres = BODY_METRES[roles.family]
     skin = None
     if mesh is not None:

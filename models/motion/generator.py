@@ -375,7 +375,7 @@ class MotionModel:
         for v in range(request.variants):
             started = time.perf_counter()
             made = construct_motion(prepared.canon, prepared.rig, plan, request.frames, self.fps,
-                                        int(request.seed) + v, prepared.mesh)
+                                        int(request.seed) + v, prepared.mesh, roles)
             features = motion_features(prepared.canon, prepared.rig, made.motion).features
             contacts = made.contacts[:, _nearest_legs(prepared, made.feet)]
             report = {**made.report, "seconds_model": time.perf_counter() - started}

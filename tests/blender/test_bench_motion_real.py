@@ -9,20 +9,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bench_support import load_benchmark
+from bench_support import HAS_BACKEND, NO_BACKEND, load_benchmark
 
 from assets_support import asset_files
 from blender_support import bpy
 
-ROOT = Path(__file__).resolve().parents[2]
 HUSKY = asset_files("quaternius/animals_pack/Husky.glb")
 ZEBRA = asset_files("quaternius_fbx/farm_animals_animated_/Zebra.fbx")
 CMU_WALK = asset_files("bvh_cmu_subjects_01_07/007_03.bvh")
 pytestmark = [
     pytest.mark.skipif(not HUSKY or not ZEBRA, reason="../shared/assets is not present"),
-    pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").is_file()
-                       or not (ROOT / "models" / "weights" / "motion" / "model.json").is_file(),
-                       reason="needs the checkout's .venv (the backend's environment) and the motion model"),
+    pytest.mark.skipif(not HAS_BACKEND, reason=NO_BACKEND),
     pytest.mark.slow,
 ]
 
