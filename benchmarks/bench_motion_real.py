@@ -32,6 +32,8 @@ are gait-like and the median ratio generated/authored of each measure over them.
 8 frames of the authored clip (once) above 8 of the generated one. These are renders of third-party
 assets: never committed (.gitignore).
 
+The main job's output is measured the same way: --measure-blend out/kirin.blend (its "Kirin:" actions).
+
 Run: .venv/bin/python benchmarks/bench_motion_real.py [--rigs Husky Dog 007_0] [--frames 96] [--seed 0]
      [--prompt-style caption|heldout|label] [--no-filmstrips] [--filmstrips DIR] [--json out.json]
      [--assets ../shared/assets] [--device cpu] [--threads 0]
@@ -376,6 +378,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-recall", action="store_true",
                         help="skip the evaluator's R@1 of the other actions")
+    parser.add_argument("--measure-blend", type=Path,
+                        help="only measure the 'Kirin:' actions of a .blend (the main job's --out)")
+    parser.add_argument("--blend-fps", type=float, default=30.0, help="the frame rate they were made at")
     parser.add_argument("--calibration", action="store_true",
                         help="the calibration rigs (every other authored rig, CMU 01–06), locomotion only")
     parser.add_argument("--device", default="cpu")
@@ -383,8 +388,27 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def measure_blend(path: Path, fps: float, prefix: str = "Kirin:") -> list[dict]:
+    """The gait of each action of a .blend named `prefix`… (the main job's variants, `kirin generate
+    --out`), measured on its deformed mesh at `fps` (the frame rate it was generated at)."""
+    character, actions = support.load_character(path, headless.import_rig_file)
+    render = bpy.context.scene.render
+    render.fps, render.fps_base = int(round(fps)), 1.0
+    rows = []
+    for action in sorted((a for a in actions if a.name.startswith(prefix)), key=lambda a: a.name):
+        measures, _ = measure(character, action, support.clip_frames(action, 0, False))
+        rows.append({"action": action.name, **measures.as_dict()})
+        print(f"{action.name}: " + ", ".join(f"{k} {v:.2f}" for k, v in measures.as_dict().items()
+                                           if k in ("duty", "frequency_hz", "contralateral", "diagonal",
+                                                    "stance_slide", "penetration", "travel_speed")
+                                           and v is not None))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
+    if args.measure_blend:
+        return {"rows": measure_blend(args.measure_blend, args.blend_fps)}
     strips = None if args.no_filmstrips else args.filmstrips
     options = Options(args.frames, args.seed, args.prompt_style, strips, locomotion_only=args.calibration,
                       two_segments=not args.calibration, recall=None if args.no_recall else [])
