@@ -206,6 +206,8 @@ def run_case(character: support.Character, clip: support.Clip, options: Options)
     authored_frames, authored, authored_tracks = measure_authored(character, action, options.frames, loop)
     made = generate(character, prompt, options)
     row["seconds_generate"] = round(time.perf_counter() - began, 3)
+    variant = headless.last_generate_run()["variants"][0]
+    row.update({key: variant.get(key) for key in ("path", "tempo", "rig_shape")})
     generated_frames = list(range(1, options.frames + 1))
     generated, generated_tracks = measure(character, made, generated_frames)
     once = authored_frames[:authored_tracks.clip_length]

@@ -1,5 +1,7 @@
-"""The filmstrips of bench_motion_real: a fixed orthographic side camera (Workbench, checker floor), 8
-frames of each clip side by side, a box per bone for a rig without mesh."""
+"""The filmstrips of bench_motion_real: an orthographic side camera (Workbench, checker floor), 8
+frames of each clip side by side, a box per bone for a rig without mesh. The camera is fixed; for a
+clip that travels further than FOLLOW body sizes it keeps its view and scale but follows the body
+(the checker floor shows the travel and any sliding), so the figure stays large enough to read."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ import bpy
 import numpy as np
 
 from kirin.benchmarks.motion_real_support import Character, forward_axis, use_action
+from kirin.operators import scene_io
+
+FOLLOW = 3.0  # body sizes of travel beyond which the camera follows the body
 
 
 @contextmanager
@@ -96,9 +101,10 @@ def _checker_floor(centre: np.ndarray, half: float, height: float, square: float
         bpy.context.scene.collection.objects.link(obj)
 
 
-def _camera(character: Character, lo: np.ndarray, hi: np.ndarray, aspect: float, ahead: np.ndarray) -> None:
+def _camera(character: Character, lo: np.ndarray, hi: np.ndarray, aspect: float,
+            ahead: np.ndarray) -> tuple[bpy.types.Object, np.ndarray]:
     """An orthographic camera from the creature's left of `ahead` (horizontal), a little above, framing
-    lo–hi."""
+    lo–hi; the camera and its offset from the point it looks at."""
     left = np.cross([0.0, 0.0, 1.0], ahead)
     left /= np.linalg.norm(left)
     centre = (lo + hi) / 2
@@ -119,6 +125,14 @@ def _camera(character: Character, lo: np.ndarray, hi: np.ndarray, aspect: float,
 
     camera.rotation_euler = Vector(-view).to_track_quat("-Z", "Y").to_euler()
     bpy.context.scene.camera = camera
+    return camera, view * distance
+
+
+def _body_centre(character: Character) -> np.ndarray:
+    """The world centre of the posed skeleton's joints at the current frame."""
+    world = scene_io.object_matrix(character.arm)
+    heads = scene_io.evaluated_pose(character.arm, character.rig)[:, :3, 3]
+    return heads.mean(axis=0) @ world[:3, :3].T + world[:3, 3]
 
 
 def _setup_render(size: tuple[int, int]) -> None:
@@ -149,7 +163,16 @@ def filmstrip(character: Character, strips: list[Strip], bounds: tuple[np.ndarra
     half = float(np.max(hi[:2] - lo[:2])) / 2 + 0.6 * character.body_size
     _checker_floor((lo + hi) / 2, half, character.floor, 0.25 * character.body_size)
     _setup_render(size)
-    _camera(character, lo, hi, size[0] / size[1], forward_axis(character) if ahead is None else ahead)
+    follow = float(np.max(hi[:2] - lo[:2])) > FOLLOW * character.body_size
+    if follow:  # frame one body, on the path's height range
+        middle = (lo + hi) / 2
+        reach = np.array([character.body_size, character.body_size, 0.0]) * 0.8
+        frame_lo, frame_hi = np.r_[middle[:2], lo[2]] - reach, np.r_[middle[:2], hi[2]] + reach
+    else:
+        frame_lo, frame_hi = lo, hi
+    camera, offset = _camera(character, frame_lo, frame_hi, size[0] / size[1],
+                             forward_axis(character) if ahead is None else ahead)
+    height = (lo[2] + hi[2]) / 2
     sheet = Image.new("RGB", (size[0] * panels, (size[1] + 18) * len(strips)), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
     scene = bpy.context.scene
@@ -159,6 +182,9 @@ def filmstrip(character: Character, strips: list[Strip], bounds: tuple[np.ndarra
             picks = np.linspace(0, len(strip.frames) - 1, panels).round().astype(int)
             for col, k in enumerate(picks):
                 scene.frame_set(strip.frames[k])
+                if follow:
+                    centre = _body_centre(character)
+                    camera.location = np.r_[centre[:2], height] + offset
                 scene.render.filepath = str(Path(tmp) / f"{row}_{col}.png")
                 with quiet():
                     bpy.ops.render.render(write_still=True)

@@ -24,33 +24,15 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from kirin.benchmarks.motion_real_sets import CALIBRATION_GLOBS, CMU_GLOB, RIG_FILES, calibration_files  # noqa: F401
 from kirin.kirin_addon.core.canonical import CanonicalFrame, detect_canonical_frame
 from kirin.kirin_addon.core.rig import Rig, side_of
 from kirin.kirin_addon.library.captions.clip_names import describe_clip_name
 from kirin.kirin_addon.library.ingest import clip_label, species_from_file
 from kirin.operators import scene_io
 
-# Held out: no training run, bank or calibration sees these files.
-RIG_FILES = (
-    "quaternius/animals_pack/Husky.glb",
-    "quaternius/dinosaurs_pack/Stegosaurus.glb",
-    "quaternius_fbx/farm_animals_animated_/Zebra.fbx",
-    "quaternius_fbx/animal_pack_vol2/Cat.fbx",
-    "quaternius_fbx/animal_pack_vol2/Dog.fbx",
-    "quaternius_fbx/goblin_animated/Goblin.fbx",
-    "quaternius_fbx/animated_robot/Robot.fbx",
-    "quaternius_monsters/big/Yeti.glb",
-    "quaternius_monsters/big/Dino.glb",
-)
-CMU_GLOB = "bvh_cmu_subjects_01_07/007_*.bvh"
-# The calibration set (issue 17 item 3): every other rig with authored clips, the CMU subjects 01–06.
-CALIBRATION_GLOBS = ("quaternius/animals_pack/*.glb", "quaternius/dinosaurs_pack/*.glb",
-                     "quaternius/modular_men/*.gl*", "quaternius/modular_women/*.gl*",
-                     "quaternius_fbx/*/*.fbx",
-                     "quaternius_monsters/big/*.glb", "khronos_fox/*.glb", "khronos_cesiumman/*.gl*",
-                     "threejs_robotexpressive/*.glb", "luanti_spider/*.gl*",
-                     "bvh_cmu_subjects_01_07/00[1-6]_*.bvh")
 CMU_DESCRIPTIONS = "bvh_cmu_subjects_01_07/cmu_descriptions.csv"
+DEFAULT_FPS = 24  # Blender's
 BVH_FPS = 30  # CMU trials (120/60 fps) are imported at this rate (Blender's BVH fps scaling)
 
 # What a clip's action (describe_clip_name) is measured as; anything else is left out.
@@ -128,7 +110,10 @@ class Clip:
 
 # ----------------------------------------------------------------------------- scene
 def clear_scene() -> None:
-    """Everything imported so far removed (the add-on and its backend stay)."""
+    """Everything imported so far removed (the add-on and its backend stay), and the scene back at
+    Blender's default frame rate: a BVH's rate must not carry over to the next file (glTF and FBX clips
+    are imported at the scene's rate, and the jerk is measured per frame)."""
+    bpy.context.scene.render.fps, bpy.context.scene.render.fps_base = DEFAULT_FPS, 1.0
     for collection in (bpy.data.objects, bpy.data.actions, bpy.data.meshes, bpy.data.armatures,
                        bpy.data.materials, bpy.data.cameras, bpy.data.lights, bpy.data.images):
         for item in list(collection):
@@ -446,13 +431,6 @@ def read_clips(character: Character, actions: list, descriptions: dict[str, str]
             by_kind[kind] = clip
     order = list(dict.fromkeys(KINDS.values()))
     return sorted(by_kind.values(), key=lambda c: order.index(c.kind))
-
-
-def calibration_files(assets: Path) -> list[Path]:
-    """The rigs gaits are calibrated on: CALIBRATION_GLOBS under `assets`, never a held-out one."""
-    held_out = {assets / f for f in RIG_FILES} | set(assets.glob(CMU_GLOB))
-    found = sorted({f for pattern in CALIBRATION_GLOBS for f in assets.glob(pattern)})
-    return [f for f in found if f not in held_out]
 
 
 def cmu_descriptions(path: Path) -> dict[str, str]:

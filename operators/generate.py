@@ -266,7 +266,8 @@ def report_of(task: GenerationTask, result: GenerationResult, actions) -> dict:
         "armature": task.request.armature,
         "variants": [
             {"action": action.name, "frames": generation.frames, "seed": variant.seed, **variant.metrics,
-             "retrieved": variant.report.get("retrieved"), "within_bounds": variant.within_bounds}
+             "retrieved": variant.report.get("retrieved"), "within_bounds": variant.within_bounds,
+             **{key: variant.report[key] for key in ("path", "tempo", "rig_shape") if key in variant.report}}
             for action, variant in zip(actions, result.variants, strict=True)
         ],
         "bounds": result.info.get("bounds") or None,

@@ -24,6 +24,7 @@ from ..library.controllers.common import Travel
 from ..library.controllers.dispatch import generate as controller_clip
 from .plan import MotionPlan
 from .rig_roles import RigRoles, detect_roles
+from .rig_shape import rig_shape
 
 # Metres per body size the controllers are run at. Artists' files say nothing usable (the same
 # Quaternius husky is 5 m in one export, the Khronos fox 108 m in another), so the size is the family's.
@@ -146,8 +147,13 @@ def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: in
         skin = SkinnedMesh(canon.frame.to_canonical_points(mesh.vertices), mesh.triangles, mesh.joint_indices,
                            mesh.joint_weights)
     creature = creature_of(roles, metres, skin)
+    shape = rig_shape(roles)
+    tempo = []
     if plan.locomotion:
-        segments = plan.controller_segments(frames / fps)
+        segments = plan.controller_segments(frames / fps, shape)
+        tempo = [{key: seg.get(key) for key in ("gait", "frequency", "duty", "tempo_from")}
+                 for seg in segments]
+        segments = [{key: value for key, value in seg.items() if key != "tempo_from"} for seg in segments]
         clip = controller_clip(creature, segments[0]["gait"], seed, frames=frames, fps=fps,
                                travel=Travel(direction=plan.segments[0].direction), segments=segments)
     else:  # one action in place (plan.constructed)
@@ -164,5 +170,7 @@ def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: in
         "stride_frequency": clip.metadata.get("stride_frequency"),
         "speed": float(clip.speed) / metres,  # body sizes per second
         "body_metres": metres,
+        "rig_shape": shape.as_dict(),
+        "tempo": tempo,  # per segment: the tempo asked for, and the calibration rigs it came from
     }
     return ConstructedMotion(motion, np.asarray(clip.contacts, dtype=bool), _planting_joints(roles), report)

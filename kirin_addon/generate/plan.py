@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..library.captions.clip_names import describe_clip_name
 from ..library.controllers.dispatch import ACTIONS_BY_FAMILY
 from ..library.controllers.gaits import FAMILY_GAITS
+from .rig_shape import RigShape
 from .tempo import species_in, tempo_of
 
 # Pace of each speed bucket a prompt's speed word falls in, as a share of the gait's own speed.
@@ -63,15 +64,18 @@ class MotionPlan:
                 and self.segments[0].action in CONSTRUCTED_ACTIONS
                 and self.segments[0].action in ACTIONS_BY_FAMILY.get(self.family, ()))
 
-    def controller_segments(self, seconds: float) -> list[dict]:
-        """The controllers' segment dicts over a clip of `seconds`, at the calibrated tempo of each gait."""
+    def controller_segments(self, seconds: float, shape: RigShape | None = None) -> list[dict]:
+        """The controllers' segment dicts over a clip of `seconds`, at the calibrated tempo of each gait
+        (on a rig of `shape`, the tempo of the calibration rigs built like it), each with "tempo_from":
+        those rigs."""
         total = sum(s.share for s in self.segments)
         out = []
         for s in self.segments:
-            tempo = tempo_of(self.family, s.action, s.pace, self.species)
+            tempo = tempo_of(self.family, s.action, s.pace, self.species, shape)
             segment = {"gait": s.action, "duration": seconds * s.share / total, "speed": None}
             if tempo is not None:
-                segment.update(frequency=tempo.frequency, **tempo.gait_overrides())
+                segment.update(frequency=tempo.frequency, tempo_from=list(tempo.source),
+                               **tempo.gait_overrides())
             out.append(segment)
         return out
 

@@ -14,7 +14,14 @@ runs have (game characters stand with straight legs: a stride needs bent knees).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .rig_shape import FEATURES, RigShape
 
 
 @dataclass(frozen=True)
@@ -31,11 +38,15 @@ class Tempo:
     bob: float | None = None  # vertical body bob (leg lengths)
     sway: float | None = None  # lateral body sway (leg lengths)
     nod: float | None = None  # head-and-neck pitch oscillation (rad)
+    pitch: float | None = None  # body pitch oscillation (rad) of a gallop
+    lift: float | None = None  # swing foot clearance (leg lengths)
     heel_off: float | None = None  # foot pitch (rad) as the heel comes up before lift-off
     heel_strike: float | None = None  # toes up (rad) as the foot lands heel first
+    source: tuple[str, ...] = ()  # the calibration rigs built like the user's whose tempo this is
 
     def gait_overrides(self) -> dict[str, float]:
-        return {key: value for key, value in vars(self).items() if key != "frequency" and value is not None}
+        return {key: value for key, value in vars(self).items()
+                if key not in ("frequency", "source") and value is not None}
 
 
 TEMPI: dict[tuple[str, str], Tempo] = {
@@ -43,13 +54,13 @@ TEMPI: dict[tuple[str, str], Tempo] = {
     ("quadruped", "trot"): Tempo(1.25, duty=0.40),
     ("quadruped", "pace"): Tempo(1.25, duty=0.40),
     ("quadruped", "canter"): Tempo(1.45, duty=0.40),
-    ("quadruped", "gallop"): Tempo(1.58, duty=0.40),
+    ("quadruped", "gallop"): Tempo(1.58, duty=0.40, pitch=0.3, bob=0.08, nod=0.5, lift=0.25),
     ("quadruped", "rotary_gallop"): Tempo(1.58, duty=0.40),
     ("quadruped", "bound"): Tempo(1.58, duty=0.40),
     ("biped", "walk"): Tempo(0.86, duty=0.57, crouch=0.15, lean=0.05, arm_swing=1.2, nod=0.25, sway=0.05,
                              bob=0.03, heel_off=0.5, heel_strike=0.25),
-    ("biped", "run"): Tempo(1.30, duty=0.39, crouch=0.2, lean=0.3, arm_swing=1.0, elbow=1.3, heel_off=0.6,
-                            heel_strike=0.15),
+    ("biped", "run"): Tempo(1.30, duty=0.39, crouch=0.2, lean=0.3, arm_swing=1.6, elbow=1.3, heel_off=0.6,
+                            heel_strike=0.15, bob=0.08, nod=0.5, sway=0.03),
 }
 CADENCE_EXPONENT = 0.55
 
@@ -66,16 +77,98 @@ REFERENCE_LEG_METRES = {"quadruped": 1.0, "biped": 0.9}
 SIZE_EXPONENT = 0.3
 
 
-def tempo_of(family: str, gait: str, pace: float = 1.0, species: str | None = None) -> Tempo | None:
-    """The calibrated tempo of a gait at a pace (a share of its own speed), for a species when it is
-    known (its size sets the cadence); None where no tempo was measured."""
+# The calibration rigs' own tempi (tools/calibrate_tempo.py writes it from the --calibration run).
+TABLE_PATH = Path(__file__).with_name("tempo_rigs.json")
+# Which authored gait of the table a gait follows: its own kind, or (a trot, between the two) both.
+KIND_OF_GAIT = {"walk": ("walk",), "trot": ("walk", "run"), "pace": ("walk", "run"), "canter": ("run",),
+                "gallop": ("run",), "rotary_gallop": ("run",), "bound": ("run",), "run": ("run",)}
+# The family's tempo of each kind (the prior the neighbours are weighed against).
+PRIOR_GAIT = {("quadruped", "walk"): "walk", ("quadruped", "run"): "gallop", ("biped", "walk"): "walk",
+              ("biped", "run"): "run"}
+
+
+@dataclass(frozen=True)
+class TempoTable:
+    """The authored tempo of each calibration rig, by its build (rig_shape.FEATURES).
+
+    A rig is given the weighted mean of the calibration rigs' tempi, each weighted by how alike their
+    builds are (a Gaussian of the distance in feature units), with the family's median weighing in as
+    `prior_weight` rigs: a rig built like none of them gets the family's tempo."""
+
+    rigs: list[dict]  # {"rig", "family", "shape": [FEATURES], "walk"/"run": {"frequency", "duty"}}
+    scales: dict[str, list[float]]  # per family, the unit of each feature (its spread over the rigs)
+    median_duty: dict[str, float]  # "family/kind" → the rigs' median authored stance share
+    bandwidth: float = 0.35
+    prior_weight: float = 1.0
+
+    @classmethod
+    def load(cls, path: Path = TABLE_PATH) -> TempoTable:
+        data = json.loads(path.read_text())
+        if data.get("features") != list(FEATURES):
+            raise ValueError(f"{path}: made for other rig features; run tools/calibrate_tempo.py again")
+        return cls(data["rigs"], data["scales"], data["median_duty"], data["bandwidth"], data["prior_weight"])
+
+    def neighbours(self, shape: RigShape, kind: str, exclude: str | None = None) -> list[tuple[dict, float]]:
+        """(rig, weight) of the calibration rigs of the shape's family with an authored `kind`."""
+        unit = np.asarray(self.scales.get(shape.family, []), dtype=float)
+        out = []
+        for rig in self.rigs:
+            if rig["family"] != shape.family or kind not in rig or rig["rig"] == exclude:
+                continue
+            gap = (np.asarray(shape.values) - np.asarray(rig["shape"])) / unit
+            distance = float(np.sqrt(np.mean(gap**2)))
+            out.append((rig, float(np.exp(-0.5 * (distance / self.bandwidth) ** 2))))
+        return out
+
+    def shift(self, shape: RigShape, kind: str, prior_frequency: float,
+              exclude: str | None = None) -> tuple[float, float, list[tuple[str, float]]]:
+        """(frequency factor, stance-share change, [(rig, share)]) of the rigs built like `shape` against
+        the family's tempo of `kind`."""
+        near = self.neighbours(shape, kind, exclude)
+        total = self.prior_weight + sum(w for _, w in near)
+        log_f = sum(w * np.log(rig[kind]["frequency"] / prior_frequency) for rig, w in near) / total
+        prior_duty = self.median_duty.get(f"{shape.family}/{kind}")
+        duty = 0.0
+        if prior_duty is not None:
+            duty = sum(w * (rig[kind]["duty"] - prior_duty) for rig, w in near) / total
+        shares = sorted(((rig["rig"], w / total) for rig, w in near), key=lambda item: -item[1])
+        return float(np.exp(log_f)), float(duty), shares
+
+
+@lru_cache(maxsize=1)
+def tempo_table() -> TempoTable | None:
+    return TempoTable.load() if TABLE_PATH.exists() else None
+
+
+def tempo_of(family: str, gait: str, pace: float = 1.0, species: str | None = None,
+             shape: RigShape | None = None, table: TempoTable | None = None) -> Tempo | None:
+    """The calibrated tempo of a gait at a pace (a share of its own speed); None where no tempo was
+    measured. On a rig of `shape`, the calibration rigs built like it set the tempo (`table`, default the
+    committed one); where none is alike, a species the prompt names sets the cadence by its size."""
     tempo = TEMPI.get((family, gait))
     if tempo is None:
         return None
+    table = tempo_table() if table is None else table
     size = 1.0
     if species in LEG_METRES and family in REFERENCE_LEG_METRES:
         size = (LEG_METRES[species] / REFERENCE_LEG_METRES[family]) ** -SIZE_EXPONENT
-    return replace(tempo, frequency=tempo.frequency * size * pace**CADENCE_EXPONENT)
+    factor, duty, source = size, 0.0, ()
+    kinds = [k for k in KIND_OF_GAIT.get(gait, ()) if (family, k) in PRIOR_GAIT]
+    if shape is not None and table is not None and shape.family == family and kinds:
+        factors, duties, shares = [], [], []
+        for kind in kinds:
+            f, d, near = table.shift(shape, kind, TEMPI[(family, PRIOR_GAIT[(family, kind)])].frequency)
+            prior_share = 1.0 - sum(share for _, share in near)
+            factors.append(f * size**prior_share)  # the size speaks for the family's share only
+            duties.append(d)
+            shares += [name for name, share in near if share >= 0.1]
+        factor = float(np.prod(factors) ** (1.0 / len(factors)))
+        if len(kinds) == 1 and tempo.duty is not None:
+            duty = duties[0]
+        source = tuple(dict.fromkeys(shares))
+    changed = {"duty": tempo.duty + duty} if tempo.duty is not None else {}
+    return replace(tempo, frequency=tempo.frequency * factor * pace**CADENCE_EXPONENT, source=source,
+                   **changed)
 
 
 def species_in(text: str) -> str | None:

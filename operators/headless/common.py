@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -82,6 +83,11 @@ def enable_extension(root: Path = ROOT) -> str:
     module = f"bl_ext.{REPO_NAME}.kirin"
     addon_utils.enable(module, default_set=True, handle_error=_raise)
     return module
+
+
+def last_generate_run(module: str = f"bl_ext.{REPO_NAME}.kirin") -> dict:
+    """The report of the last Generate Motion run by the enabled extension (a copy)."""
+    return dict(sys.modules[f"{module}.operators.generate"].last_run)
 
 
 def disable_extension(module: str) -> None:

@@ -4,7 +4,6 @@ save a .blend (+ a preview of the variants side by side and/or a still, + a JSON
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 
 import bpy
@@ -18,6 +17,7 @@ from .common import (
     builtin_creature,
     disable_extension,
     import_rig_file,
+    last_generate_run,
     render_animation,
     render_still,
     save_blend,
@@ -100,7 +100,6 @@ def run_generate(job: GenerateJob) -> dict:
     clock = Stopwatch()
     with clock.lap("start_blender"):
         module = start_with_backend(job.backend)
-    generate = sys.modules[f"{module}.operators.generate"]
     try:
         with clock.lap("load_rig"):
             if job.rig_file:
@@ -118,7 +117,7 @@ def run_generate(job: GenerateJob) -> dict:
         if result != {"FINISHED"}:
             raise RuntimeError("Generate Motion failed; Blender printed the reason above.")
         seconds_to_first_action = clock.elapsed()
-        run = dict(generate.last_run)
+        run = last_generate_run(module)
         rig = scene_io.read_rig(arm)
         with clock.lap("save_blend"):
             save_blend(job.out)

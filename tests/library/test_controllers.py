@@ -367,3 +367,24 @@ def test_gait_phase_patterns() -> None:
             if a.limb.side != b.limb.side and a.limb.position != b.limb.position:
                 assert trot[i] == trot[j]  # diagonal pairs together
 
+
+
+
+def test_a_segment_sets_its_gallop_pitch_and_lift() -> None:
+    """The calibrated gallop (kirin_addon/generate/tempo.py) rocks the body and lifts the feet further
+    than the controllers' own: the overrides reach the motion."""
+    c = creature("quadruped")
+
+    def measured(**overrides) -> tuple[float, float]:
+        segment = {"gait": "gallop", "duration": 2.0, "speed": None, "frequency": 1.6, **overrides}
+        clip = generate(c, "gallop", seed=3, segments=[segment])
+        pos = joint_positions(c.rig, clip.motion)
+        feet = pos[:, [leg.foot for leg in c.legs()]]
+        spine = pos[:, c.spine[-1]] - pos[:, c.pelvis]
+        pitch = np.arctan2(spine[:, 2], np.linalg.norm(spine[:, :2], axis=1))
+        return float(np.ptp(pitch)), float(feet[..., 2].max())
+
+    plain_pitch, plain_lift = measured()
+    pitch, lift = measured(pitch=0.3, lift=0.25)
+    assert pitch > 1.5 * plain_pitch
+    assert lift > 1.2 * plain_lift

@@ -73,8 +73,8 @@ GAITS: dict[str, Gait] = {
 }
 
 # What a locomotion segment may set of its gait (a calibrated tempo; kirin_addon/generate/tempo.py).
-GAIT_OVERRIDES = ("duty", "crouch", "lean", "arm_swing", "elbow", "bob", "sway", "nod", "heel_off",
-                  "heel_strike")
+GAIT_OVERRIDES = ("duty", "crouch", "lean", "arm_swing", "elbow", "bob", "sway", "nod", "pitch", "lift",
+                  "heel_off", "heel_strike")
 
 # Gait names each family accepts for locomotion, and what "walk" means for it.
 FAMILY_GAITS = {
