@@ -21,8 +21,9 @@ PACE_OF_BUCKET = {"very_slow": 0.5, "slow": 0.7, "fast": 1.3, "very_fast": 1.6}
 # The families whose legs the controllers solve on artists' rigs. Not the spider: on the luanti spider
 # its sprawled, arched legs were pulled in under the body (the front feet 0.1 body sizes back of rest).
 CONSTRUCTED_FAMILIES = ("quadruped", "biped")
-# The actions besides the gaits that the controllers make on artists' rigs (the benchmark's R@1 decides).
-CONSTRUCTED_ACTIONS = ("idle", "jump")
+# The actions besides the gaits that the controllers make on artists' rigs (the benchmark decides: idle
+# and jump by R@1; death by its filmstrips at the network's R@1 — the body goes over and lies on the ground).
+CONSTRUCTED_ACTIONS = ("idle", "jump", "death")
 # What a prompt's last part may be that only brings the creature to rest, and the controllers' name for
 # the end of a locomotion clip that stops, standing.
 AT_REST = ("idle", "land", "stop")

@@ -33,9 +33,11 @@ def test_two_segments_and_actions_the_controllers_do_not_walk():
     assert not plan_prompt("a dog eating", "quadruped").locomotion
 
 
-def test_idle_and_jump_alone_are_constructed_other_actions_are_not():
+def test_idle_jump_and_death_alone_are_constructed_other_actions_are_not():
     assert plan_prompt("A husky stands idle.", "quadruped").constructed
     assert plan_prompt("A goblin jumps.", "biped").constructed
+    assert plan_prompt("A husky dies.", "quadruped").constructed
+    assert plan_prompt("a goblin dying", "biped").constructed
     # coming to rest after a jump is part of the jump; after gaits it is the controllers' stop
     jump = plan_prompt("A husky jumps, then stands still.", "quadruped")
     assert [s.action for s in jump.segments] == ["jump"] and jump.constructed

@@ -388,3 +388,22 @@ def test_a_segment_sets_its_gallop_pitch_and_lift() -> None:
     pitch, lift = measured(pitch=0.3, lift=0.25)
     assert pitch > 1.5 * plain_pitch
     assert lift > 1.2 * plain_lift
+
+
+@pytest.mark.parametrize("family", ["quadruped", "biped"])
+def test_death_falls_over_and_lies_on_the_ground(family: str) -> None:
+    """Feet planted while it staggers, then the body goes over (a quadruped onto its side, a biped onto
+    its back) and lies still, low, never through the floor; bones keep their lengths."""
+    c = creature(family)
+    clip = generate(c, "death", seed=2, frames=90, fps=30.0)
+    pos = joint_positions(c.rig, clip.motion)
+    pelvis = pos[:, c.pelvis]
+    assert clip.contacts[:10].all() and not clip.contacts[-10:].any()
+    assert pelvis[-1, 2] < 0.5 * c.rig.heads[c.pelvis, 2]
+    assert np.abs(np.diff(pos[-10:], axis=0)).max() < 1e-3 * c.rig.body_size  # lies still
+    assert pos[..., 2].min() > -0.02 * c.rig.body_size
+    assert _bone_length_error(c, pos) <= 1e-6 * c.rig.body_size
+    up = quat_rotate(clip.motion.rotations[-1, c.pelvis], np.array([0.0, 0.0, 1.0]))
+    assert up[2] < 0.5  # turned well over
+    axis = 0 if family == "quadruped" else 1  # onto a side (±X) or the back (+Y, behind it)
+    assert abs(up[axis]) > 0.8

@@ -9,6 +9,7 @@ from ...core.creature import Creature
 from .actions import glide, in_place, jump
 from .axial import axial
 from .common import ControllerError, GeneratedClip, Travel
+from .fall import death
 from .gaits import FAMILY_GAITS, GAIT_OVERRIDES, GAITS, default_turn, locomotion
 
 # A locomotion clip whose body drops further than this (leg lengths) is retried with quicker strides.
@@ -19,10 +20,10 @@ DROP_MARGIN = 0.06
 ACTIONS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "quadruped": ("walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk", "turn",
                   "idle", "sit", "lie_down", "stand_up", "rear_up", "jump", "look_around", "sniff", "shake",
-                  "wag_tail"),
+                  "wag_tail", "death"),
     "dragon": ("walk", "trot", "canter", "gallop", "bound", "turn", "idle", "sit", "lie_down", "stand_up",
                "rear_up", "jump", "look_around", "sniff", "shake", "wag_tail", "flap", "glide"),
-    "biped": ("walk", "run", "turn", "idle", "jump", "crouch", "wave"),
+    "biped": ("walk", "run", "turn", "idle", "jump", "crouch", "wave", "death"),
     "bird": ("walk", "run", "hop", "turn", "idle", "peck", "flap", "glide"),
     "hexapod": ("walk", "tripod", "wave", "turn", "idle"),
     "spider": ("walk", "tripod", "wave", "turn", "idle"),
@@ -79,6 +80,8 @@ def generate(creature: Creature, action: str, seed: int, frames: int | None = No
         return _legged(creature, action, seed, segs, fps, travel)
     if action == "jump":
         return jump(creature, count, fps, rng)
+    if action == "death":
+        return death(creature, count, fps, rng)
     if action == "glide":
         return glide(creature, count, fps, rng, speed, default_turn(direction, turn_rate, duration, 0, 0))
     return in_place(creature, action, count, fps, rng)
