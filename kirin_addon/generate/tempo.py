@@ -108,23 +108,23 @@ class TempoTable:
             raise ValueError(f"{path}: made for other rig features; run tools/calibrate_tempo.py again")
         return cls(data["rigs"], data["scales"], data["median_duty"], data["bandwidth"], data["prior_weight"])
 
-    def neighbours(self, shape: RigShape, kind: str, exclude: str | None = None) -> list[tuple[dict, float]]:
+    def neighbours(self, shape: RigShape, kind: str) -> list[tuple[dict, float]]:
         """(rig, weight) of the calibration rigs of the shape's family with an authored `kind`."""
         unit = np.asarray(self.scales.get(shape.family, []), dtype=float)
         out = []
         for rig in self.rigs:
-            if rig["family"] != shape.family or kind not in rig or rig["rig"] == exclude:
+            if rig["family"] != shape.family or kind not in rig:
                 continue
             gap = (np.asarray(shape.values) - np.asarray(rig["shape"])) / unit
             distance = float(np.sqrt(np.mean(gap**2)))
             out.append((rig, float(np.exp(-0.5 * (distance / self.bandwidth) ** 2))))
         return out
 
-    def shift(self, shape: RigShape, kind: str, prior_frequency: float,
-              exclude: str | None = None) -> tuple[float, float, list[tuple[str, float]]]:
-        """(frequency factor, stance-share change, [(rig, share)]) of the rigs built like `shape` against
-        the family's tempo of `kind`."""
-        near = self.neighbours(shape, kind, exclude)
+    def shift(self, shape: RigShape, kind: str,
+              prior_frequency: float) -> tuple[float, float, list[tuple[str, float]]]:
+        """(frequency factor, stance-share change, [(rig, share)], most weight first) of the rigs built
+        like `shape` against the family's tempo of `kind`."""
+        near = self.neighbours(shape, kind)
         total = self.prior_weight + sum(w for _, w in near)
         log_f = sum(w * np.log(rig[kind]["frequency"] / prior_frequency) for rig, w in near) / total
         prior_duty = self.median_duty.get(f"{shape.family}/{kind}")
@@ -133,6 +133,18 @@ class TempoTable:
             duty = sum(w * (rig[kind]["duty"] - prior_duty) for rig, w in near) / total
         shares = sorted(((rig["rig"], w / total) for rig, w in near), key=lambda item: -item[1])
         return float(np.exp(log_f)), float(duty), shares
+
+
+def _main_sources(shares: list[tuple[str, float]], most: int = 5) -> list[str]:
+    """The rigs that carry most of the neighbours' weight (up to `most`), for the report."""
+    total = sum(share for _, share in shares)
+    out, carried = [], 0.0
+    for name, share in shares[:most]:
+        if share < 0.02 or carried >= 0.5 * total:
+            break
+        out.append(name)
+        carried += share
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -161,7 +173,7 @@ def tempo_of(family: str, gait: str, pace: float = 1.0, species: str | None = No
             prior_share = 1.0 - sum(share for _, share in near)
             factors.append(f * size**prior_share)  # the size speaks for the family's share only
             duties.append(d)
-            shares += [name for name, share in near if share >= 0.1]
+            shares += _main_sources(near)
         factor = float(np.prod(factors) ** (1.0 / len(factors)))
         if len(kinds) == 1 and tempo.duty is not None:
             duty = duties[0]
