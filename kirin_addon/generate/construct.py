@@ -19,13 +19,16 @@ from ..core.canonical import CanonicalRig
 from ..core.creature import Creature, Limb
 from ..core.motion import Motion, forward_kinematics, motion_from_world_transforms
 from ..core.rig import Rig
+from ..core.rotations import matrix_to_quat, quat_slerp, quat_to_matrix
 from ..core.skinning import SkinnedMesh
-from ..library.controllers.common import Travel
+from ..library.controllers.common import Travel, smoothstep
 from ..library.controllers.dispatch import generate as controller_clip
 from .plan import MotionPlan
 from .rig_roles import RigRoles, detect_roles
 from .rig_shape import rig_shape
 
+# How long (s) a finale blends in from the stop before it.
+SEAM_SECONDS = 0.3
 # Metres per body size the controllers are run at. Artists' files say nothing usable (the same
 # Quaternius husky is 5 m in one export, the Khronos fox 108 m in another), so the size is the family's.
 # Reach, lift and bob are in leg lengths; the tempo is calibrated in Hz (tempo.py, docs/tempo.md), so
@@ -121,6 +124,33 @@ def _only_followers_move(roles: RigRoles, motion: Motion) -> Motion:
     return Motion(motion.fps, motion.root_positions, motion.rotations, moved if tops else None)
 
 
+def _stance_at_the_end(creature: Creature, pose: np.ndarray) -> np.ndarray:
+    """(legs, 3) where the feet stand at a clip's last frame, in the body's frame at rest (the controllers'
+    leg order): an action in place that follows starts from there, not from the rest stance."""
+    ground = ground_frames(creature.rig, creature.pelvis, pose[-1:])[0]
+    feet = pose[-1, [limb.foot for limb in creature.legs()], :3, 3]
+    return (feet - ground[:3, 3]) @ ground[:3, :3]
+
+
+def _followed_by(creature: Creature, before: np.ndarray, after: np.ndarray, fps: float) -> np.ndarray:
+    """(T,J,4,4) world poses: `before` (a clip that has come to a stop), then `after` (an action in place,
+    made at rest) carried to where and how the body stopped, its first SEAM_SECONDS blended in from the
+    stop's last pose (each joint's rotation slerped, its position eased)."""
+    ground = ground_frames(creature.rig, creature.pelvis, before[-1:])[0]
+    after = ground[None, None] @ after
+    count = min(len(after), max(1, int(round(SEAM_SECONDS * fps))))
+    weight = smoothstep((np.arange(count) + 1.0) / (count + 1.0))
+    seam = after[:count].copy()
+    start = matrix_to_quat(before[-1, :, :3, :3])
+    target = matrix_to_quat(seam[:, :, :3, :3])
+    seam[:, :, :3, :3] = quat_to_matrix(quat_slerp(np.broadcast_to(start, target.shape), target,
+                                                   weight[:, None]))
+    seam[:, :, :3, 3] = before[-1, None, :, :3, 3] + weight[:, None, None] * (seam[:, :, :3, 3]
+                                                                            - before[-1, None, :, :3, 3])
+    after[:count] = seam
+    return np.concatenate([before, after])
+
+
 def _planting_joints(roles: RigRoles) -> list[int]:
     """Per leg, the user's joint that is planted: the foot itself, or the foot control that follows a tip."""
     feet = []
@@ -149,16 +179,27 @@ def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: in
     creature = creature_of(roles, metres, skin)
     shape = rig_shape(roles)
     tempo = []
+    finale = plan.finale
+    moving_frames = frames
+    if finale is not None:  # the gaits, a stop, then the finale in place
+        moving_frames = int(round(frames * (1.0 - finale.share / sum(s.share for s in plan.segments))))
+        plan = plan.moving_part(moving_frames / fps)
     if plan.locomotion:
-        segments = plan.controller_segments(frames / fps, shape)
+        segments = plan.controller_segments(moving_frames / fps, shape)
         tempo = [{key: seg.get(key) for key in ("gait", "frequency", "duty", "tempo_from")}
                  for seg in segments]
         segments = [{key: value for key, value in seg.items() if key != "tempo_from"} for seg in segments]
-        clip = controller_clip(creature, segments[0]["gait"], seed, frames=frames, fps=fps,
+        clip = controller_clip(creature, segments[0]["gait"], seed, frames=moving_frames, fps=fps,
                                travel=Travel(direction=plan.segments[0].direction), segments=segments)
     else:  # one action in place (plan.constructed)
         clip = controller_clip(creature, plan.segments[0].action, seed, frames=frames, fps=fps)
     pose = forward_kinematics(creature.rig, clip.motion)
+    contacts = np.asarray(clip.contacts, dtype=bool)
+    if finale is not None:
+        last = controller_clip(creature, finale.action, seed, frames=frames - moving_frames, fps=fps,
+                               stance=_stance_at_the_end(creature, pose))
+        pose = _followed_by(creature, pose, forward_kinematics(creature.rig, last.motion), fps)
+        contacts = np.concatenate([contacts, np.asarray(last.contacts, dtype=bool)])
     pose[..., :3, 3] /= metres
     world = _to_armature(canon, _followed_poses(roles, pose))
     motion = _only_followers_move(roles, motion_from_world_transforms(rig, world, fps))
@@ -173,4 +214,6 @@ def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: in
         "rig_shape": shape.as_dict(),
         "tempo": tempo,  # per segment: the tempo asked for, and the calibration rigs it came from
     }
-    return ConstructedMotion(motion, np.asarray(clip.contacts, dtype=bool), _planting_joints(roles), report)
+    if finale is not None:
+        report["finale"] = finale.action
+    return ConstructedMotion(motion, contacts, _planting_joints(roles), report)

@@ -24,6 +24,12 @@ CONSTRUCTED_FAMILIES = ("quadruped", "biped")
 # The actions besides the gaits that the controllers make on artists' rigs (the benchmark decides: idle
 # and jump by R@1; death by its filmstrips at the network's R@1 — the body goes over and lies on the ground).
 CONSTRUCTED_ACTIONS = ("idle", "jump", "death")
+# What may end a locomotion clip made by construction: the creature comes to a stop, then does it in
+# place ("a husky runs, then dies"). Not a sit: the controllers' sit holds the hind feet where they
+# stand, and on the Cat, Dog and Fox the legs' IK cannot fold that far (the body does not go down).
+FINALES = ("death",)
+# How long the stop before a finale takes (s): the feet finish their steps and settle.
+STOP_SECONDS = 0.8
 # What a prompt's last part may be that only brings the creature to rest, and the controllers' name for
 # the end of a locomotion clip that stops, standing.
 AT_REST = ("idle", "land", "stop")
@@ -57,9 +63,28 @@ class MotionPlan:
                 and all(s.action in gaits for s in moving))
 
     @property
+    def finale(self) -> Segment | None:
+        """The in-place action (FINALES) that ends a plan of gaits, where it has one."""
+        last = self.segments[-1] if len(self.segments) > 1 else None
+        if last is None or last.action not in FINALES:
+            return None
+        if last.action not in ACTIONS_BY_FAMILY.get(self.family, ()):
+            return None
+        return last if self.moving_part(1.0).locomotion else None
+
+    def moving_part(self, seconds: float) -> MotionPlan:
+        """The gaits before the finale, coming to a stop over STOP_SECONDS at the end of their `seconds`."""
+        moving = self.segments[:-1]
+        shares = sum(s.share for s in moving)
+        stop = shares * STOP_SECONDS / max(seconds - STOP_SECONDS, 1e-6)
+        ending = Segment(STOP, stop, 1.0, moving[-1].direction)
+        return MotionPlan(self.family, (*moving, ending), self.species)
+
+    @property
     def constructed(self) -> bool:
-        """Made by construction: locomotion, or one of CONSTRUCTED_ACTIONS alone where the family has it."""
-        if self.locomotion:
+        """Made by construction: locomotion, locomotion ending in a finale, or one of CONSTRUCTED_ACTIONS
+        alone where the family has it."""
+        if self.locomotion or self.finale is not None:
             return True
         return (self.family in CONSTRUCTED_FAMILIES and len(self.segments) == 1
                 and self.segments[0].action in CONSTRUCTED_ACTIONS

@@ -75,3 +75,19 @@ def test_a_rig_in_another_frame_gets_the_same_motion_in_its_own_axes():
     canonical = frame.to_canonical_points(joint_positions(user, made.motion))
     reference = joint_positions(rig, _made(rig, "a wolf walking forward").motion)
     assert np.abs(canonical - reference).max() < 1e-6
+
+
+
+def test_a_run_that_ends_in_a_death_stops_and_goes_over_where_its_feet_stopped():
+    rig = biped_with_foot_controls()
+    made = _made(rig, "a goblin runs, then dies", frames=150)
+    assert made.report["finale"] == "death"
+    positions = joint_positions(rig, made.motion)
+    assert positions[-1, :, 2].max() < 0.5 * positions[0, :, 2].max()  # lying on the ground
+    feet = positions[:, made.feet]
+    planted = made.contacts[1:] & made.contacts[:-1]
+    moved = np.linalg.norm(np.diff(feet, axis=0), axis=-1)
+    assert moved[planted].max() < 1e-3  # the stop's feet stay put into the fall: no slide at the seam
+    step = np.linalg.norm(np.diff(positions, axis=0), axis=-1).max(axis=1)
+    seam = 75
+    assert step[seam - 2:seam + 10].max() <= step[:seam - 15].max()  # no jump at the seam

@@ -67,3 +67,15 @@ def test_species_are_found_in_prompts():
     assert species_in("Two foxes walk") is None  # plural with -es is not guessed
     assert species_in("dogs walking") == "dog"
     assert species_in("A creature walks") is None
+
+
+
+def test_gaits_may_end_in_a_death_made_in_place():
+    plan = plan_prompt("a goblin runs, then dies", "biped")
+    assert [s.action for s in plan.segments] == ["run", "death"] and plan.constructed
+    assert plan.finale.action == "death" and not plan.locomotion
+    moving = plan.moving_part(2.0)
+    assert moving.locomotion and [s.action for s in moving.segments] == ["run", "stop"]
+    assert plan_prompt("a husky walks, then dies", "quadruped").finale.action == "death"
+    assert plan_prompt("a husky dies, then walks", "quadruped").finale is None
+    assert plan_prompt("a wolf trotting forward, then sitting down", "quadruped").finale is None

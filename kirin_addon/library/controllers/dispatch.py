@@ -54,12 +54,14 @@ def normalise_segments(segments: list | None, action: str, frames: int | None, f
 
 
 def generate(creature: Creature, action: str, seed: int, frames: int | None = None, fps: float = 30.0,
-             travel: Travel | None = None, segments: list | None = None) -> GeneratedClip:
+             travel: Travel | None = None, segments: list | None = None,
+             stance: np.ndarray | None = None) -> GeneratedClip:
     """One clip of `action` for `creature`; deterministic for a seed (amplitudes, phases, speeds vary).
 
     travel: speed, direction and turn rate (default: forward at the gait's own speed). segments:
     [(gait, seconds[, speed]), ...] or dicts, for transitions within a clip such as walk → trot → stop
-    ("stop" ends it standing); frames rescales their durations.
+    ("stop" ends it standing); frames rescales their durations. stance: (legs, 3) where the feet of an
+    in-place action or a death stand (body frame at rest; default their rest), as a stop left them.
     """
     travel = travel or Travel()
     speed, direction, turn_rate = travel.speed, travel.direction, travel.turn_rate
@@ -81,10 +83,10 @@ def generate(creature: Creature, action: str, seed: int, frames: int | None = No
     if action == "jump":
         return jump(creature, count, fps, rng)
     if action == "death":
-        return death(creature, count, fps, rng)
+        return death(creature, count, fps, rng, stance)
     if action == "glide":
         return glide(creature, count, fps, rng, speed, default_turn(direction, turn_rate, duration, 0, 0))
-    return in_place(creature, action, count, fps, rng)
+    return in_place(creature, action, count, fps, rng, stance)
 
 
 def _drop_of(family: str, segment: dict) -> float:

@@ -21,9 +21,11 @@ def _resting_points(creature: Creature) -> np.ndarray:
     return points - creature.rig.heads[creature.pelvis]
 
 
-def death(creature: Creature, frames: int, fps: float, rng: np.random.Generator) -> GeneratedClip:
+def death(creature: Creature, frames: int, fps: float, rng: np.random.Generator,
+          stance: np.ndarray | None = None) -> GeneratedClip:
     """Stagger (0–25 % of the clip), buckle and fall (to 60 %), lie still: the body turns rigidly over
-    onto the ground, so that the lowest point of its skin rests on the floor, the legs go limp with it."""
+    onto the ground, so that the lowest point of its skin rests on the floor, the legs go limp with it.
+    The feet start at rest, or where `stance` (legs, 3; body frame at rest) has them."""
     legs = leg_rigs(creature)
     t = np.arange(frames) / fps
     d = max(t[-1], 1e-6)
@@ -45,7 +47,9 @@ def death(creature: Creature, frames: int, fps: float, rng: np.random.Generator)
     root = np.repeat(pelvis[None], frames, axis=0)
     root[:, 2] = (1.0 - fall) * (pelvis[2] - buckle) + fall * lying
     # The body goes over about its feet: the pelvis moves half the way the turn would swing them.
-    feet_rest = np.array([leg.foot_rest for leg in legs]) if legs else pelvis[None]
+    feet_rest = pelvis[None]
+    if legs:
+        feet_rest = np.array([leg.foot_rest for leg in legs]) if stance is None else np.asarray(stance, float)
     centre = feet_rest.mean(axis=0) - pelvis
     swing = quat_rotate(body, np.repeat(centre[None], frames, axis=0)) - centre
     root[:, :2] -= 0.5 * swing[:, :2]
