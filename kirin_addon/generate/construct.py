@@ -21,11 +21,11 @@ from ..core.motion import Motion, forward_kinematics, motion_from_world_transfor
 from ..core.rig import Rig
 from ..core.rotations import matrix_to_quat, quat_slerp, quat_to_matrix
 from ..core.skinning import SkinnedMesh
-from ..library.controllers.common import Travel, smoothstep
+from ..library.controllers.common import GeneratedClip, Travel, smoothstep
 from ..library.controllers.dispatch import generate as controller_clip
 from .plan import MotionPlan
 from .rig_roles import RigRoles, detect_roles
-from .rig_shape import rig_shape
+from .rig_shape import RigShape, rig_shape
 
 # How long (s) a finale blends in from the stop before it.
 SEAM_SECONDS = 0.3
@@ -163,22 +163,12 @@ def _planting_joints(roles: RigRoles) -> list[int]:
     return feet
 
 
-def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: int, fps: float,
-                     seed: int, mesh: SkinnedMesh | None = None,
-                     roles: RigRoles | None = None) -> ConstructedMotion:
-    """`frames` frames of the plan (its locomotion, or its one action in place) on `rig` (canon: the same
-    rig in its canonical frame; mesh: its skin in the rig's armature space, or None; roles: those of
-    canon.rig when already read). RoleError when the rig's legs cannot be found; ControllerError when its
-    family cannot do the action."""
-    roles = detect_roles(canon.rig) if roles is None else roles
-    metres = BODY_METRES[roles.family]
-    skin = None
-    if mesh is not None:
-        skin = SkinnedMesh(canon.frame.to_canonical_points(mesh.vertices), mesh.triangles, mesh.joint_indices,
-                           mesh.joint_weights)
-    creature = creature_of(roles, metres, skin)
-    shape = rig_shape(roles)
-    tempo = []
+def _controllers_made(creature: Creature, plan: MotionPlan, frames: int, fps: float, seed: int,
+                      shape: RigShape) -> tuple[GeneratedClip, np.ndarray, np.ndarray, list[dict]]:
+    """The controllers' clip of the plan (its locomotion, the stop and finale after it, or its one action
+    in place): the clip (the locomotion where there is a finale), world poses (T,J,4,4) in metres, planted
+    feet (T,L) and the tempo asked of each gait segment."""
+    tempo: list[dict] = []
     finale = plan.finale
     moving_frames = frames
     if finale is not None:  # the gaits, a stop, then the finale in place
@@ -200,6 +190,25 @@ def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: in
                                stance=_stance_at_the_end(creature, pose))
         pose = _followed_by(creature, pose, forward_kinematics(creature.rig, last.motion), fps)
         contacts = np.concatenate([contacts, np.asarray(last.contacts, dtype=bool)])
+    return clip, pose, contacts, tempo
+
+
+def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: int, fps: float,
+                     seed: int, mesh: SkinnedMesh | None = None,
+                     roles: RigRoles | None = None) -> ConstructedMotion:
+    """`frames` frames of the plan (its locomotion, ending perhaps in a death, or its one action in place)
+    on `rig` (canon: the same rig in its canonical frame; mesh: its skin in the rig's armature space, or
+    None; roles: those of canon.rig when already read). RoleError when the rig's legs cannot be found;
+    ControllerError when its family cannot do the action."""
+    roles = detect_roles(canon.rig) if roles is None else roles
+    metres = BODY_METRES[roles.family]
+    skin = None
+    if mesh is not None:
+        skin = SkinnedMesh(canon.frame.to_canonical_points(mesh.vertices), mesh.triangles, mesh.joint_indices,
+                           mesh.joint_weights)
+    creature = creature_of(roles, metres, skin)
+    shape = rig_shape(roles)
+    clip, pose, contacts, tempo = _controllers_made(creature, plan, frames, fps, seed, shape)
     pose[..., :3, 3] /= metres
     world = _to_armature(canon, _followed_poses(roles, pose))
     motion = _only_followers_move(roles, motion_from_world_transforms(rig, world, fps))
@@ -214,6 +223,6 @@ def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: in
         "rig_shape": shape.as_dict(),
         "tempo": tempo,  # per segment: the tempo asked for, and the calibration rigs it came from
     }
-    if finale is not None:
-        report["finale"] = finale.action
+    if plan.finale is not None:
+        report["finale"] = plan.finale.action
     return ConstructedMotion(motion, contacts, _planting_joints(roles), report)
