@@ -246,6 +246,8 @@ def test_clip_names() -> None:
     assert parts("Death") == [("death", None, ())]
     assert parts("HitReact_Left") == [("hit", "left", ())]
     assert parts("Idle_HitReact_Right") == [("hit", "right", ())]
+    assert parts("Flinch") == [("hit", None, ())]  # the lexicon's own verbs for a hit read as one
+    assert parts("Recoil_Left") == [("hit", "left", ())]
     assert parts("Eating") == [("eat", None, ())]
     assert parts("Idle_Headlow") == [("idle", None, ("with a lowered head",))]
     assert parts("Survey", species="fox") == [("look_around", None, ())]

@@ -23,6 +23,7 @@ _CLIP_ACTIONS = {
     "wag": "wag_tail", "idle": "idle", "stand": "idle", "breathe": "idle", "rest": "idle", "eat": "eat",
     "graze": "eat", "feed": "eat", "drink": "eat", "attack": "attack", "die": "death", "dead": "death",
     "death": "death", "hit": "hit", "hitreact": "hit", "react": "hit", "hurt": "hit", "damage": "hit",
+    "flinch": "hit", "recoil": "hit",
     "run": "run", "sprint": "run", "crouch": "crouch", "squat": "crouch", "wave": "wave", "turn": "turn",
     "flap": "flap", "glide": "glide", "soar": "glide", "peck": "peck", "fly": "fly", "flight": "fly",
     "hover": "fly", "takeoff": "takeoff", "land": "land", "slither": "slither", "crawl": "slither",
