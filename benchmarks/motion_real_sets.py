@@ -26,14 +26,19 @@ CALIBRATION_GLOBS = ("quaternius/animals_pack/*.glb", "quaternius/dinosaurs_pack
                      "threejs_robotexpressive/*.glb", "luanti_spider/*.gl*",
                      "bvh_cmu_subjects_01_07/00[1-6]_*.bvh")
 
+
+def held_out_files(assets: Path) -> set[Path]:
+    """The held-out rig files under `assets`."""
+    return {assets / f for f in RIG_FILES} | set(assets.glob(CMU_GLOB))
+
+
 def calibration_files(assets: Path) -> list[Path]:
     """The rigs gaits are calibrated on: CALIBRATION_GLOBS under `assets`, never a held-out one."""
-    held_out = {assets / f for f in RIG_FILES} | set(assets.glob(CMU_GLOB))
+    held_out = held_out_files(assets)
     found = sorted({f for pattern in CALIBRATION_GLOBS for f in assets.glob(pattern)})
     return [f for f in found if f not in held_out]
 
 
 def is_held_out(path: str | Path, assets: Path) -> bool:
     """Whether a file (under `assets`) is one of the held-out rigs."""
-    path = Path(path)
-    return path in {assets / f for f in RIG_FILES} or path in set(assets.glob(CMU_GLOB))
+    return Path(path) in held_out_files(assets)
