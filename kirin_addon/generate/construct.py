@@ -126,7 +126,7 @@ def _only_followers_move(roles: RigRoles, motion: Motion) -> Motion:
 
 def _stance_at_the_end(creature: Creature, pose: np.ndarray) -> np.ndarray:
     """(legs, 3) where the feet stand at a clip's last frame, in the body's frame at rest (the controllers'
-    leg order): an action in place that follows starts from there, not from the rest stance."""
+    leg order): a death that follows goes over from there, not from the rest stance."""
     ground = ground_frames(creature.rig, creature.pelvis, pose[-1:])[0]
     feet = pose[-1, [limb.foot for limb in creature.legs()], :3, 3]
     return (feet - ground[:3, 3]) @ ground[:3, :3]

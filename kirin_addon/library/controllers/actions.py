@@ -28,20 +28,16 @@ from .common import (
 from .poser import BodyPose, FootPlan, LegRig, Poser, leg_rigs, solve_clip
 
 
-def _rest_feet(legs: list[LegRig], frames: int, stance: np.ndarray | None = None) -> np.ndarray:
-    """(frames, legs, 3) planted feet: at rest, or where `stance` (legs, 3; body frame at rest) puts them."""
-    feet = np.array([leg.foot_rest for leg in legs]).reshape(-1, 3) if stance is None else stance
-    return np.repeat(np.asarray(feet, dtype=float).reshape(1, -1, 3), frames, axis=0)
+def _rest_feet(legs: list[LegRig], frames: int) -> np.ndarray:
+    return np.repeat(np.array([leg.foot_rest for leg in legs]).reshape(1, -1, 3), frames, axis=0)
 
 
 def limit_amplitude(creature: Creature, make_pose: Callable[[np.ndarray], BodyPose], wanted: np.ndarray,
-                    planted: np.ndarray, fps: float, iterations: int = 10,
-                    stance: np.ndarray | None = None) -> np.ndarray:
-    """Largest amplitude ≤ wanted (per frame) keeping planted legs in reach and the body above ground
-    (the feet at rest, or at `stance`)."""
+                    planted: np.ndarray, fps: float, iterations: int = 10) -> np.ndarray:
+    """Largest amplitude ≤ wanted (per frame) keeping planted legs in reach and the body above ground."""
     frames = wanted.shape[0]
     legs = leg_rigs(creature)
-    feet = _rest_feet(legs, frames, stance)
+    feet = _rest_feet(legs, frames)
     zeros = np.zeros((frames, len(legs)))
     floor = np.minimum(creature.rig.heads[:, 2], 0.0)
 
@@ -294,10 +290,9 @@ def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: n
     return extra
 
 
-def in_place(creature: Creature, action: str, frames: int, fps: float, rng: np.random.Generator,
-             stance: np.ndarray | None = None) -> GeneratedClip:
-    """Actions with the feet planted at rest, or where `stance` (legs, 3; body frame at rest) has them (a
-    clip that came to a stop), except legs an action lifts (e.g. fore legs rearing)."""
+def in_place(creature: Creature, action: str, frames: int, fps: float,
+             rng: np.random.Generator) -> GeneratedClip:
+    """Actions with the feet planted at rest (except legs an action lifts, e.g. fore legs rearing)."""
     t = np.arange(frames) / fps
     d = max(t[-1], 1e-6)
     spec, wanted_fn, free = action_terms(creature, action, d, rng)
@@ -305,9 +300,9 @@ def in_place(creature: Creature, action: str, frames: int, fps: float, rng: np.r
     free = np.zeros(len(legs), bool) if free is None else free
     make = _pose_maker(creature, t, spec)
     wanted = wanted_fn(t)
-    a = limit_amplitude(creature, make, wanted, ~free, fps, stance=stance) if legs else wanted
+    a = limit_amplitude(creature, make, wanted, ~free, fps) if legs else wanted
     pose = make(a)
-    targets = _rest_feet(legs, frames, stance)
+    targets = _rest_feet(legs, frames)
     contacts = np.ones((frames, len(legs)), dtype=bool)
     if free.any():
         # Lifted legs follow the body rigidly (tucked a little) and are down only where a == 0.
