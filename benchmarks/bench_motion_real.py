@@ -73,9 +73,10 @@ COLUMNS = (("duty", "duty", ".2f"), ("frequency_hz", "Hz", ".2f"), ("contralater
            ("contralateral_phase", "c.ph", ".2f"), ("diagonal", "diag", "+.2f"),
            ("diagonal_phase", "d.ph", ".2f"),
            ("stance_slide", "slide", ".3f"), ("penetration", "pen", ".3f"), ("travel_speed", "speed", ".2f"),
-           ("stride_length", "stride", ".2f"), ("swing_amplitude", "swing", ".2f"), ("jerk", "jerk", ".0f"))
+           ("stride_length", "stride", ".2f"), ("swing_amplitude", "swing", ".2f"),
+           ("foot_lift", "lift", ".3f"), ("jerk", "jerk", ".0f"))
 RATIO_KEYS = ("duty", "frequency_hz", "stance_slide", "travel_speed", "stride_length", "swing_amplitude",
-              "jerk", "jerk_smoothed")
+              "foot_lift", "jerk", "jerk_smoothed")
 VERDICT_ALIASES = {"canter": "gallop", "bound": "gallop", "pace": "walk"}
 
 

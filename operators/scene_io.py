@@ -184,23 +184,59 @@ def read_skinned_mesh(mesh_obj: bpy.types.Object, arm_obj: bpy.types.Object, rig
 
 def read_armature_skin(context, arm_obj: bpy.types.Object, rig: Rig,
                        matrix: np.ndarray | None = None) -> SkinnedMesh | None:
-    """The armature's skin: the active mesh when it is bound to the armature, else the largest of the
-    selected bound meshes, else the largest bound mesh; None when no mesh is bound with weights (the
+    """The armature's skin: every mesh bound to it with weights, as one (a robot's hands, feet and head
+    are often meshes of their own: the skin that meets the floor is all of them); the active mesh, else
+    the largest selected, else the largest comes first. None when no mesh is bound with weights (the
     bones alone then). `matrix` (4,4) moves its vertices (armature space → the canonical frame)."""
     meshes = [o for o in context.scene.objects if o.type == "MESH" and o.find_armature() == arm_obj]
-    if not meshes:
+    carried = sorted((o for o in context.scene.objects if o.type == "MESH" and o.parent == arm_obj
+                      and o.parent_type == "BONE" and o.parent_bone in rig.names and o not in meshes
+                      and len(o.data.vertices)), key=lambda o: o.name)
+    if not meshes and not carried:
         return None
     active = context.active_object
     selected = [o for o in meshes if o.select_get()]
-    body = active if active in meshes else max(selected or meshes, key=lambda o: len(o.data.vertices))
-    try:
-        mesh = read_skinned_mesh(body, arm_obj, rig)
-    except SceneError:
-        return None  # an unweighted child mesh
+    parts = []
+    if meshes:
+        body = active if active in meshes else max(selected or meshes, key=lambda o: len(o.data.vertices))
+        for obj in [body] + sorted((o for o in meshes if o is not body), key=lambda o: o.name):
+            try:
+                parts.append(read_skinned_mesh(obj, arm_obj, rig))
+            except SceneError:
+                continue  # an unweighted child mesh
+    parts += [read_bone_carried_mesh(obj, arm_obj, rig) for obj in carried]
+    if not parts:
+        return None
+    mesh = parts[0] if len(parts) == 1 else _joined(parts)
     if matrix is None:
         return mesh
     return SkinnedMesh(mesh.vertices @ matrix[:3, :3].T + matrix[:3, 3], mesh.triangles, mesh.joint_indices,
                        mesh.joint_weights)
+
+
+def read_bone_carried_mesh(mesh_obj: bpy.types.Object, arm_obj: bpy.types.Object, rig: Rig) -> SkinnedMesh:
+    """A mesh parented to a bone (it moves rigidly with it: a robot's plates), as skin of weight 1 on
+    that bone, its vertices where they are at rest in the armature's space (the bone's pose now undone)."""
+    bone = arm_obj.pose.bones[mesh_obj.parent_bone]
+    undo_pose = np.array(bone.bone.matrix_local, dtype=np.float64) @ np.linalg.inv(np.array(bone.matrix))
+    vertices, triangles = read_surface(mesh_obj, undo_pose @ np.linalg.inv(object_matrix(arm_obj)))
+    joint = rig.names.index(mesh_obj.parent_bone)
+    count = len(vertices)
+    return SkinnedMesh(vertices, triangles, np.full((count, 1), joint), np.ones((count, 1)))
+
+
+def _joined(parts: list[SkinnedMesh]) -> SkinnedMesh:
+    """Skinned meshes as one: vertices in order, triangles renumbered, weight slots padded to the widest."""
+    width = max(p.joint_indices.shape[1] for p in parts)
+    starts = np.cumsum([0] + [p.vertex_count for p in parts[:-1]])
+
+    def padded(values: np.ndarray) -> np.ndarray:
+        return np.pad(values, ((0, 0), (0, width - values.shape[1])))
+
+    return SkinnedMesh(np.concatenate([p.vertices for p in parts]),
+                       np.concatenate([p.triangles + s for p, s in zip(parts, starts, strict=True)]),
+                       np.concatenate([padded(p.joint_indices) for p in parts]),
+                       np.concatenate([padded(p.joint_weights) for p in parts]))
 
 
 def write_vertex_groups(obj: bpy.types.Object, names: list[str], indices: np.ndarray, weights: np.ndarray,

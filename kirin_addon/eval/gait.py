@@ -78,6 +78,8 @@ Choices, and why:
   foot's position, not the frame-quantised touchdown), pooled median over feet.
 - **Swing amplitude.** Fore–aft (along the body's net displacement, or the feet's main axis relative to
   the body for an in-place clip) 1st–99th percentile range of each foot relative to the body; median.
+- **Foot lift.** A sole's highest point above its 5th-percentile height, median over feet: how far feet
+  leave the ground (a shuffle lifts them little; a runner's heels kick up behind). Not in the verdict.
 - **Jerk.** Third finite differences at fps, mean magnitude over points and frames. It grows with fps
   on motions with noise or kinks, so compare clips at the same fps. `jerk_smoothed` is the same after a
   one-frame Gaussian along time: game clips are baked at every frame with linear interpolation, whose
@@ -187,6 +189,7 @@ class GaitMeasures:
     in_place: bool = False
     belt_speed: float | None = None
     belt_speed_per_foot: dict[str, float] | None = None
+    foot_lift: float | None = None  # how high a sole rises above where it stands (median over feet)
 
     def as_dict(self) -> dict:
         """JSON-ready: plain floats, None for what could not be measured."""
@@ -495,6 +498,12 @@ def _swing_amplitude(gait: GaitInput) -> float:
     return float(np.median(ranges))
 
 
+def _foot_lift(gait: GaitInput) -> float:
+    """Median over feet of a sole's highest point above its low level (5th percentile of its height):
+    how far feet leave the ground (a shuffle lifts them little), wherever the body travels."""
+    return float(np.median([f.points[:, 2].max() - np.percentile(f.points[:, 2], 5) for f in gait.feet]))
+
+
 def _jerk(points: np.ndarray, fps: float) -> float:
     """Mean |third finite difference| × fps³ over (T,N,3) points and frames, in chunks of points."""
     if len(points) < 4:
@@ -565,6 +574,7 @@ def measure_gait(gait: GaitInput, rules: ContactRules = ContactRules()) -> GaitM
         in_place=bool(belts),
         belt_speed=float(np.median(list(speeds.values()))) if speeds else None,
         belt_speed_per_foot=speeds or None,
+        foot_lift=_foot_lift(gait) / size,
     )
 
 

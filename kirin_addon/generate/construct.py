@@ -44,12 +44,26 @@ class ConstructedMotion:
     report: dict = field(default_factory=dict)
 
 
+def rest_floor(rig: Rig, mesh: SkinnedMesh | None = None) -> float:
+    """Height of the floor a rig stands on at rest: its lowest point (its skin, else its joints' heads;
+    not the bones' tails, which leaf bones point anywhere). The canonical frame need not put it at
+    z = 0: a robot's root may lie well below its soles."""
+    lowest = float(rig.heads[:, 2].min())
+    if mesh is not None and mesh.vertex_count:
+        lowest = min(lowest, float(mesh.vertices[:, 2].min()))
+    return lowest
+
+
 def creature_of(roles: RigRoles, metres: float, mesh: SkinnedMesh | None = None) -> Creature:
-    """The rig as the controllers' creature, in metres (its skin too, where it has one: canonical frame)."""
-    scale = np.diag([metres, metres, metres, 1.0])
-    rig = _followers_attached(roles).transformed(scale)
+    """The rig as the controllers' creature, in metres, standing on z = 0 as creatures do (its skin too,
+    where it has one: canonical frame; `rest_floor` is the height it was moved down by)."""
+    floor = rest_floor(roles.rig, mesh)
+    placed = np.diag([metres, metres, metres, 1.0])
+    placed[2, 3] = -floor * metres
+    rig = _followers_attached(roles).transformed(placed)
     if mesh is not None:
-        mesh = SkinnedMesh(mesh.vertices * metres, mesh.triangles, mesh.joint_indices, mesh.joint_weights)
+        vertices = mesh.vertices @ placed[:3, :3].T + placed[:3, 3]
+        mesh = SkinnedMesh(vertices, mesh.triangles, mesh.joint_indices, mesh.joint_weights)
     limbs = [Limb(list(leg.chain), leg.side, "leg", leg.position, leg.foot, leg.toe) for leg in roles.legs]
     limbs += [Limb(list(arm), 1 if rig.heads[arm[-1], 0] > 0 else -1, "arm") for arm in roles.arms]
     return Creature(roles.family, "", rig, mesh, roles.pelvis, list(roles.spine), list(roles.neck),
@@ -210,6 +224,7 @@ def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: in
     shape = rig_shape(roles)
     clip, pose, contacts, tempo = _controllers_made(creature, plan, frames, fps, seed, shape)
     pose[..., :3, 3] /= metres
+    pose[..., 2, 3] += rest_floor(roles.rig, skin)
     world = _to_armature(canon, _followed_poses(roles, pose))
     motion = _only_followers_move(roles, motion_from_world_transforms(rig, world, fps))
     report = {

@@ -22,12 +22,12 @@ PACE_OF_BUCKET = {"very_slow": 0.5, "slow": 0.7, "fast": 1.3, "very_fast": 1.6}
 # its sprawled, arched legs were pulled in under the body (the front feet 0.1 body sizes back of rest).
 CONSTRUCTED_FAMILIES = ("quadruped", "biped")
 # The actions besides the gaits that the controllers make on artists' rigs (the benchmark decides: idle
-# and jump by R@1; death by its filmstrips at the network's R@1 — the body goes over and lies on the ground).
-CONSTRUCTED_ACTIONS = ("idle", "jump", "death")
+# and jump by R@1; death by its filmstrips at the network's R@1 — the body goes over and lies on the
+# ground; sit by its filmstrips: no held-out rig has a sit clip, and the network's sit stands still).
+CONSTRUCTED_ACTIONS = ("idle", "jump", "death", "sit")
 # What may end a locomotion clip made by construction: the creature comes to a stop, then does it in
-# place ("a husky runs, then dies"). Not a sit: the controllers' sit holds the hind feet where they
-# stand, and on the Cat, Dog and Fox the legs' IK cannot fold that far (the body does not go down).
-FINALES = ("death",)
+# place where it stopped ("a husky runs, then dies", "a wolf trotting forward, then sitting down").
+FINALES = ("death", "sit")
 # How long the stop before a finale takes (s): the feet finish their steps and settle.
 STOP_SECONDS = 0.8
 # What a prompt's last part may be that only brings the creature to rest, and the controllers' name for

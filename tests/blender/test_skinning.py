@@ -50,3 +50,37 @@ def test_built_character_skinning(blender):
     bpy.context.view_layer.update()
     body = scene_io.create_skinned_mesh(capsule_mesh(rig), arm, rig, "body")
     assert compare_lbs(arm, [body]) < 1e-5
+
+
+def test_armature_skin_is_every_mesh_it_moves(blender):
+    """The skin sent with a request is every weighted mesh of the armature and every mesh parented to
+    one of its bones (weight 1 on that bone, read back to rest whatever the pose is when it is read):
+    Blender moves each vertex as the engine's skinning of that skin does."""
+    rig = build_biped()
+    arm = scene_io.create_armature(rig, "arm")
+    arm.location = (1.0, 2.0, 0.5)
+    bpy.context.view_layer.update()
+    body = scene_io.create_skinned_mesh(capsule_mesh(rig), arm, rig, "body")
+    mitt = scene_io.create_skinned_mesh(capsule_mesh(rig), arm, rig, "mitt")
+    data = bpy.data.meshes.new("plate")
+    data.from_pydata([(x, y, z) for x in (0, .05) for y in (0, .05) for z in (0, .05)], [],
+                     [(0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6), (0, 2, 6, 4), (1, 3, 7, 5)])
+    plate = bpy.data.objects.new("plate", data)
+    bpy.context.scene.collection.objects.link(plate)
+    bone = rig.names[rig.joint_count // 2]
+    plate.parent, plate.parent_type, plate.parent_bone = arm, "BONE", bone
+    motion = random_world_motion(rig, 3, seed=2)
+    scene_io.write_action(arm, rig, motion, "posed")
+    bpy.context.scene.frame_set(2)  # read while posed: the plate must come back to rest
+    skin = scene_io.read_armature_skin(bpy.context, arm, rig)
+    counts = [len(o.data.vertices) for o in (body, mitt, plate)]
+    assert skin.vertex_count == sum(counts)
+    carried = skin.joint_indices[-counts[2]:, 0]
+    assert np.all(skin.joint_weights[-counts[2]:, 0] == 1.0) and np.all(carried == rig.names.index(bone))
+    pose = forward_kinematics(rig, motion)
+    for t in (0, 2):
+        bpy.context.scene.frame_set(1 + t)
+        expected = linear_blend_skinning(skin.vertices, skin.joint_indices, skin.joint_weights,
+                                         skin_matrices(rig.rest, pose[t]))
+        got = np.concatenate([scene_io.evaluated_mesh_vertices(o, arm) for o in (body, mitt, plate)])
+        assert np.max(np.abs(got - expected)) / rig.body_size < 1e-5

@@ -195,6 +195,12 @@ def test_the_floor_is_estimated_from_the_soles():
     assert m.duty == pytest.approx(measure_gait(gait).duty, abs=1e-9) and m.penetration == 0.0
 
 
+@pytest.mark.parametrize("lift", [0.05, 0.2])
+def test_foot_lift_is_the_swing_height(lift):
+    m = measure_gait(stepping(BIPED, lift=lift, scale=2.0))
+    assert m.foot_lift == pytest.approx(lift, rel=0.02)
+
+
 @pytest.mark.parametrize("fps", [24.0, 60.0])
 def test_jerk_of_a_sine(fps):
     amplitude, freq = 0.05, 1.5

@@ -77,6 +77,17 @@ def test_a_rig_in_another_frame_gets_the_same_motion_in_its_own_axes():
     assert np.abs(canonical - reference).max() < 1e-6
 
 
+def test_a_rig_standing_above_its_origin_walks_as_it_would_on_it():
+    """The canonical frame need not put the soles at z = 0 (a robot's root lies below its feet): the
+    creature is stood on its own lowest point, so the walk is the same walk, as high as the rig stands."""
+    rig = biped_with_foot_controls()
+    up = np.eye(4)
+    up[2, 3] = 0.3 * rig.body_size
+    raised = rig.transformed(up)
+    reference = joint_positions(rig, _made(rig, "a goblin walking forward").motion)
+    lifted = joint_positions(raised, _made(raised, "a goblin walking forward").motion)
+    assert np.abs(lifted - up[:3, 3] - reference).max() < 1e-6 * rig.body_size
+
 
 def test_a_run_that_ends_in_a_death_stops_and_goes_over_where_its_feet_stopped():
     rig = biped_with_foot_controls()
@@ -91,3 +102,23 @@ def test_a_run_that_ends_in_a_death_stops_and_goes_over_where_its_feet_stopped()
     step = np.linalg.norm(np.diff(positions, axis=0), axis=-1).max(axis=1)
     seam = 75
     assert step[seam - 2:seam + 10].max() <= step[:seam - 15].max()  # no jump at the seam
+
+
+def test_a_trot_that_ends_in_a_sit_stops_and_sits_where_its_feet_stopped():
+    """The issue's own example: the trot comes to a stop, the hindquarters go down and the head comes
+    up, the feet stay where the stop left them (their rest legs are straighter than the solver's reach:
+    the sit must still go down)."""
+    rig = ik_quadruped()
+    made = _made(rig, "a wolf trotting forward, then sitting down", frames=150)
+    assert made.report["finale"] == "sit"
+    positions = joint_positions(rig, made.motion)
+    hips, head = rig.names.index("Hips"), rig.names.index("Head")
+    stopped = int(round(150 * 0.5))
+    drop = positions[stopped, hips, 2] - positions[-1, hips, 2]
+    assert drop > 0.25 * rig.heads[hips, 2]  # sitting, not standing
+    assert positions[-1, head, 2] > positions[-1, hips, 2]  # head up, hindquarters down
+    feet = positions[:, made.feet]
+    planted = made.contacts[1:] & made.contacts[:-1]
+    moved = np.linalg.norm(np.diff(feet, axis=0), axis=-1)
+    assert moved[planted].max() < 1e-3  # no slide into the sit
+    assert made.contacts[-20:].all()

@@ -69,8 +69,7 @@ def test_species_are_found_in_prompts():
     assert species_in("A creature walks") is None
 
 
-
-def test_gaits_may_end_in_a_death_made_in_place():
+def test_gaits_may_end_in_a_death_or_a_sit_made_in_place():
     plan = plan_prompt("a goblin runs, then dies", "biped")
     assert [s.action for s in plan.segments] == ["run", "death"] and plan.constructed
     assert plan.finale.action == "death" and not plan.locomotion
@@ -78,4 +77,7 @@ def test_gaits_may_end_in_a_death_made_in_place():
     assert moving.locomotion and [s.action for s in moving.segments] == ["run", "stop"]
     assert plan_prompt("a husky walks, then dies", "quadruped").finale.action == "death"
     assert plan_prompt("a husky dies, then walks", "quadruped").finale is None
-    assert plan_prompt("a wolf trotting forward, then sitting down", "quadruped").finale is None
+    sits = plan_prompt("a wolf trotting forward, then sitting down", "quadruped")
+    assert sits.finale.action == "sit" and sits.constructed
+    assert plan_prompt("a dog sits", "quadruped").constructed
+    assert not plan_prompt("a man walks, then sits", "biped").constructed  # a biped has no sit

@@ -407,3 +407,19 @@ def test_death_falls_over_and_lies_on_the_ground(family: str) -> None:
     assert up[2] < 0.5  # turned well over
     axis = 0 if family == "quadruped" else 1  # onto a side (±X) or the back (+Y, behind it)
     assert abs(up[axis]) > 0.8
+
+
+
+def test_a_sit_tips_back_about_the_shoulders_onto_the_hindquarters() -> None:
+    """The fore legs stay about as they stand, the hindquarters go well down, the head comes up; the
+    feet stay planted and nothing goes through the floor."""
+    c = creature("quadruped")
+    clip = generate(c, "sit", seed=1, frames=90, fps=30.0)
+    pos = joint_positions(c.rig, clip.motion)
+    legs = leg_rigs(c)
+    fore = [leg.limb.joints[0] for leg in legs if leg.limb.position == "front"]
+    pelvis_drop = c.rig.heads[c.pelvis, 2] - pos[-1, c.pelvis, 2]
+    shoulder_drop = float(np.mean(c.rig.heads[fore, 2] - pos[-1, fore, 2]))
+    assert pelvis_drop > 0.3 * c.leg_length and pelvis_drop > 2.5 * shoulder_drop
+    assert pos[-1, c.head, 2] >= c.rig.heads[c.head, 2] - 0.05 * c.leg_length
+    assert clip.contacts.all() and pos[..., 2].min() > -0.01 * c.rig.body_size

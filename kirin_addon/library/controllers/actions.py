@@ -32,16 +32,31 @@ def _rest_feet(legs: list[LegRig], frames: int) -> np.ndarray:
     return np.repeat(np.array([leg.foot_rest for leg in legs]).reshape(1, -1, 3), frames, axis=0)
 
 
+def _above_pelvis(creature: Creature) -> np.ndarray:
+    """(J,) the pelvis' ancestors (a floor-level root the body hangs from: it stays on the ground)."""
+    out = np.zeros(creature.rig.joint_count, dtype=bool)
+    j = int(creature.rig.parents[creature.pelvis])
+    while j >= 0:
+        out[j] = True
+        j = int(creature.rig.parents[j])
+    return out
+
+
 def limit_amplitude(creature: Creature, make_pose: Callable[[np.ndarray], BodyPose], wanted: np.ndarray,
-                    planted: np.ndarray, fps: float, iterations: int = 10) -> np.ndarray:
-    """Largest amplitude ≤ wanted (per frame) keeping planted legs in reach and the body above ground."""
+                    planted: np.ndarray, fps: float, feet: np.ndarray | None = None,
+                    iterations: int = 10) -> np.ndarray:
+    """Largest amplitude ≤ wanted (per frame) keeping planted legs in reach and the body above ground (feet:
+    (T,L,3) where they stand, default at rest). A planted leg may be as straight as it stands at rest
+    (artists' rest legs are often straighter than the solver's reach), and the joints the pelvis hangs
+    from are not the body."""
     frames = wanted.shape[0]
     legs = leg_rigs(creature)
-    feet = _rest_feet(legs, frames)
+    feet = _rest_feet(legs, frames) if feet is None else feet
     zeros = np.zeros((frames, len(legs)))
     floor = np.minimum(creature.rig.heads[:, 2], 0.0)
+    body = ~_above_pelvis(creature)
 
-    def feasible(a: np.ndarray) -> np.ndarray:
+    def spans_and_heights(a: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         pose = make_pose(a)
         poser = Poser(creature, frames)
         poser.apply_body(pose)
@@ -49,16 +64,21 @@ def limit_amplitude(creature: Creature, make_pose: Callable[[np.ndarray], BodyPo
         rel = poser.relative_positions()
         root = poser.root_for(pose.root, rel)
         starts, ends, _ = poser.leg_ends(rel, root, feet, zeros, zeros)
+        spans = [np.linalg.norm(starts[i] - ends[i], axis=-1) for i in range(len(legs))]
+        poser.solve_legs(rel, root, feet, zeros, zeros)
+        poser.inherit()
+        return spans, poser.relative_positions()[..., 2] + root[:, None, 2]
+
+    at_rest = [float(np.max(span)) for span in spans_and_heights(np.zeros(frames))[0]]
+
+    def feasible(a: np.ndarray) -> np.ndarray:
+        spans, heights = spans_and_heights(a)
         ok = np.ones(frames, dtype=bool)
         for i, leg in enumerate(legs):
             if planted[i]:
                 lo, hi = leg.reach
-                d = np.linalg.norm(starts[i] - ends[i], axis=-1)
-                ok &= (d <= hi) & (d >= lo)
-        poser.solve_legs(rel, root, feet, zeros, zeros)
-        poser.inherit()
-        heights = poser.relative_positions()[..., 2] + root[:, None, 2]
-        return ok & np.all(heights >= floor[None] - 1e-12, axis=1)
+                ok &= (spans[i] <= max(hi, at_rest[i])) & (spans[i] >= lo)
+        return ok & np.all(heights[:, body] >= floor[None, body] - 1e-12, axis=1)
 
     if np.all(feasible(wanted)):
         return wanted
@@ -124,9 +144,15 @@ class _ActionBody:
     phase: float
     tail_up: float
     front: np.ndarray  # (legs,) which legs are fore legs
+    shoulder: np.ndarray | None = None  # (3,) the fore legs' roots relative to the pelvis, at rest
 
     def breathe(self, t: np.ndarray, a: np.ndarray | float) -> np.ndarray:
         return 0.006 * self.leg_len * np.sin(2 * np.pi * 0.4 * t + self.phase) * a
+
+
+# A sit tips the body back this far (rad) about the shoulders (a dog's spine sits at 40–60°), and the
+# shoulders sink this share of a leg as the fore legs give a little.
+SIT_PITCH, SIT_SINK = 0.75, 0.08
 
 
 def _idle(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
@@ -144,16 +170,25 @@ def _idle(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTer
 
 
 def _settle(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
-    """sit, lie_down and stand_up (lying down, played backwards)."""
+    """sit, lie_down and stand_up (lying down, played backwards). A sit tips the body back about its
+    shoulders (the fore legs stay as they stand, a little bent) so the hindquarters go down to the
+    ground, head up; without fore legs the body sinks and tips back about the pelvis."""
     d, leg_len, tail_up = body.d, body.leg_len, body.tail_up
+    sit = action == "sit"
     depth = {"sit": 0.45, "lie_down": 0.85, "stand_up": 0.85}[action] * body.amp
-    nose_up = 0.45 * body.amp if action == "sit" else 0.0
+    nose_up = (SIT_PITCH if body.shoulder is not None else 0.45) * body.amp if sit else 0.0
 
     def spec(t, a):
+        pitch = -nose_up * a
         shift = np.zeros((len(t), 3))
-        shift[:, 2] = -depth * leg_len * a + body.breathe(t, 1.0)
-        shift[:, 1] = 0.1 * leg_len * a if action == "sit" else 0.0
-        return {"shift": shift, "pitch": -nose_up * a,
+        if sit and body.shoulder is not None:
+            shift += body.shoulder - quat_rotate(euler_q(pitch, 0.0 * a, 0.0 * a), body.shoulder)
+            shift[:, 2] -= SIT_SINK * leg_len * a
+        else:
+            shift[:, 2] = -depth * leg_len * a
+            shift[:, 1] = 0.1 * leg_len * a if sit else 0.0
+        shift[:, 2] += body.breathe(t, 1.0)
+        return {"shift": shift, "pitch": pitch,
                 "neck": _vec(len(t), pitch=(0.6 * nose_up - 0.1) * a),
                 "tail": _vec(len(t), pitch=(nose_up + tail_up) * a), "spine": _vec(len(t), pitch=0.1 * a)}
     if action == "stand_up":
@@ -260,7 +295,12 @@ def action_terms(creature: Creature, action: str, duration: float, rng: np.rando
     terms = _ACTION_TERMS.get(action)
     if terms is None:
         raise ControllerError(f"Unknown action '{action}'.")
-    return terms(_ActionBody(leg_len, duration, amp, phase, tail_lift(creature), front), action, rng)
+    shoulder = None
+    if front.any() and (~front).any():
+        roots = creature.rig.heads[[leg.limb.joints[0] for leg, f in zip(legs, front, strict=True) if f]]
+        shoulder = roots.mean(axis=0) - creature.rig.heads[creature.pelvis]
+    body = _ActionBody(leg_len, duration, amp, phase, tail_lift(creature), front, shoulder)
+    return terms(body, action, rng)
 
 
 def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: np.random.Generator
@@ -290,9 +330,10 @@ def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: n
     return extra
 
 
-def in_place(creature: Creature, action: str, frames: int, fps: float,
-             rng: np.random.Generator) -> GeneratedClip:
-    """Actions with the feet planted at rest (except legs an action lifts, e.g. fore legs rearing)."""
+def in_place(creature: Creature, action: str, frames: int, fps: float, rng: np.random.Generator,
+             stance: np.ndarray | None = None) -> GeneratedClip:
+    """Actions with the feet planted at rest, or where `stance` (legs, 3; body frame at rest) has them (as
+    a stop left them), except legs an action lifts (e.g. fore legs rearing)."""
     t = np.arange(frames) / fps
     d = max(t[-1], 1e-6)
     spec, wanted_fn, free = action_terms(creature, action, d, rng)
@@ -300,9 +341,11 @@ def in_place(creature: Creature, action: str, frames: int, fps: float,
     free = np.zeros(len(legs), bool) if free is None else free
     make = _pose_maker(creature, t, spec)
     wanted = wanted_fn(t)
-    a = limit_amplitude(creature, make, wanted, ~free, fps) if legs else wanted
-    pose = make(a)
     targets = _rest_feet(legs, frames)
+    if stance is not None and legs:
+        targets = np.repeat(np.asarray(stance, dtype=float)[None], frames, axis=0)
+    a = limit_amplitude(creature, make, wanted, ~free, fps, targets) if legs else wanted
+    pose = make(a)
     contacts = np.ones((frames, len(legs)), dtype=bool)
     if free.any():
         # Lifted legs follow the body rigidly (tucked a little) and are down only where a == 0.

@@ -61,7 +61,7 @@ def generate(creature: Creature, action: str, seed: int, frames: int | None = No
     travel: speed, direction and turn rate (default: forward at the gait's own speed). segments:
     [(gait, seconds[, speed]), ...] or dicts, for transitions within a clip such as walk → trot → stop
     ("stop" ends it standing); frames rescales their durations. stance: (legs, 3) where the feet of a
-    death stand (body frame at rest; default their rest), as a stop left them.
+    death or an action in place stand (body frame at rest; default their rest), as a stop left them.
     """
     travel = travel or Travel()
     speed, direction, turn_rate = travel.speed, travel.direction, travel.turn_rate
@@ -86,7 +86,7 @@ def generate(creature: Creature, action: str, seed: int, frames: int | None = No
         return death(creature, count, fps, rng, stance)
     if action == "glide":
         return glide(creature, count, fps, rng, speed, default_turn(direction, turn_rate, duration, 0, 0))
-    return in_place(creature, action, count, fps, rng)
+    return in_place(creature, action, count, fps, rng, stance)
 
 
 def _drop_of(family: str, segment: dict) -> float:
