@@ -33,7 +33,7 @@ def test_two_segments_and_actions_the_controllers_do_not_walk():
     assert not plan_prompt("a dog eating", "quadruped").locomotion
 
 
-def test_idle_jump_and_death_alone_are_constructed_other_actions_are_not():
+def test_the_constructed_actions_alone_are_constructed_other_actions_are_not():
     assert plan_prompt("A husky stands idle.", "quadruped").constructed
     assert plan_prompt("A goblin jumps.", "biped").constructed
     assert plan_prompt("A husky dies.", "quadruped").constructed
@@ -44,9 +44,10 @@ def test_idle_jump_and_death_alone_are_constructed_other_actions_are_not():
     walk = plan_prompt("a wolf walks, then stands still", "quadruped")
     assert [s.action for s in walk.segments] == ["walk", "stop"] and walk.locomotion
     assert walk.controller_segments(4.0)[-1] == {"gait": "stop", "duration": 2.0, "speed": None}
-    assert not plan_prompt("A yeti punches, then stands still.", "biped").constructed
-    assert not plan_prompt("A yeti punches.", "biped").constructed
-    assert not plan_prompt("a dog eating", "quadruped").constructed
+    assert plan_prompt("A yeti punches, then stands still.", "biped").constructed  # an attack
+    assert plan_prompt("a dog eating", "quadruped").constructed
+    assert not plan_prompt("A yeti flinches.", "biped").constructed  # a hit: the network's
+    assert not plan_prompt("a dog wags its tail", "quadruped").constructed
     assert not plan_prompt("a spider walking forward", "spider").constructed  # its legs are not solved yet
 
 

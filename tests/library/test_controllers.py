@@ -423,3 +423,42 @@ def test_a_sit_tips_back_about_the_shoulders_onto_the_hindquarters() -> None:
     assert pelvis_drop > 0.3 * c.leg_length and pelvis_drop > 2.5 * shoulder_drop
     assert pos[-1, c.head, 2] >= c.rig.heads[c.head, 2] - 0.05 * c.leg_length
     assert clip.contacts.all() and pos[..., 2].min() > -0.01 * c.rig.body_size
+
+
+def test_a_biped_attack_throws_a_punch_ahead_and_brings_it_back() -> None:
+    c = creature("biped")
+    clip = generate(c, "attack", seed=3, frames=60, fps=30.0)
+    pos = joint_positions(c.rig, clip.motion)
+    arms = [limb for limb in c.limbs if limb.kind == "arm"]
+    reach = []
+    for limb in arms:
+        hand, shoulder = limb.joints[-1], limb.joints[1]
+        length = np.linalg.norm(c.rig.heads[hand] - c.rig.heads[shoulder])
+        ahead = -(pos[:, hand, 1] - pos[:, shoulder, 1]) / length  # forward is −Y
+        reach.append((ahead.max(), ahead[-1], abs(pos[:, hand, 2] - pos[:, shoulder, 2]).min() / length))
+    thrown = max(reach)  # the punching arm
+    assert thrown[0] > 0.7 and thrown[1] < 0.4 and thrown[2] < 0.3  # straight ahead at shoulder height, back
+    assert clip.contacts.all() and _bone_length_error(c, pos) <= 1e-6 * c.rig.body_size
+
+
+def test_a_quadruped_attack_lunges_head_first_and_comes_back() -> None:
+    c = creature("quadruped")
+    clip = generate(c, "attack", seed=3, frames=60, fps=30.0)
+    pos = joint_positions(c.rig, clip.motion)
+    head = pos[:, c.head] - c.rig.heads[c.head]
+    assert -head[:, 1].min() > 0.2 * c.leg_length  # forward (−Y) at the strike
+    assert head[int(np.argmin(head[:, 1])), 2] < -0.05 * c.leg_length  # and low
+    assert np.abs(head[-1]).max() < 0.05 * c.leg_length  # back where it stood
+    assert clip.contacts.all() and pos[..., 2].min() > -0.01 * c.rig.body_size
+
+
+def test_eating_puts_the_head_down_to_the_food_and_brings_it_up() -> None:
+    c = creature("quadruped")
+    clip = generate(c, "eat", seed=2, frames=90, fps=30.0)
+    pos = joint_positions(c.rig, clip.motion)
+    rest = c.rig.heads[c.head, 2]
+    assert pos[45, c.head, 2] < 0.6 * rest  # down at the food mid-clip
+    assert pos[-1, c.head, 2] > 0.9 * rest  # up again at the end
+    chewing = pos[30:70, c.head, 2]
+    assert np.ptp(chewing) > 0.01 * c.leg_length  # the head works at it, not frozen
+    assert clip.contacts.all() and pos[..., 2].min() > -0.01 * c.rig.body_size

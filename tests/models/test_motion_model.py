@@ -124,8 +124,8 @@ def test_gait_prompts_are_made_by_construction_and_other_actions_by_the_network(
     assert made[0].contacts.shape == (48, prepared.feet.size) and 0.2 < made[0].contacts.mean() < 0.8
     assert made[0].features.shape[:2] == (48, creature.rig.joint_count)
     assert np.abs(made[0].motion.rotations - made[1].motion.rotations).max() > 1e-3
-    for request in (GenerateRequest("a dog eating", frames=24), GenerateRequest("a dog trotting", frames=32,
-                                                                               loop=True)):
+    for request in (GenerateRequest("a dog wags its tail", frames=24),
+                    GenerateRequest("a dog trotting", frames=32, loop=True)):
         out = model.generate(prepared, request, SamplingOptions(steps=2))[0]
         assert out.report.get("path") != "constructed"
 

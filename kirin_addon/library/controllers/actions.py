@@ -44,11 +44,12 @@ def _above_pelvis(creature: Creature) -> np.ndarray:
 
 def limit_amplitude(creature: Creature, make_pose: Callable[[np.ndarray], BodyPose], wanted: np.ndarray,
                     planted: np.ndarray, fps: float, feet: np.ndarray | None = None,
+                    fold_of: Callable[[np.ndarray], np.ndarray] | None = None,
                     iterations: int = 10) -> np.ndarray:
     """Largest amplitude ≤ wanted (per frame) keeping planted legs in reach and the body above ground (feet:
-    (T,L,3) where they stand, default at rest). A planted leg may be as straight as it stands at rest
-    (artists' rest legs are often straighter than the solver's reach), and the joints the pelvis hangs
-    from are not the body."""
+    (T,L,3) where they stand, default at rest; fold_of: amplitude → (T,L) distal flexion of the legs, default
+    none). A planted leg may be as straight as it stands at rest (artists' rest legs are often straighter
+    than the solver's reach), and the joints the pelvis hangs from are not the body."""
     frames = wanted.shape[0]
     legs = leg_rigs(creature)
     feet = _rest_feet(legs, frames) if feet is None else feet
@@ -63,9 +64,10 @@ def limit_amplitude(creature: Creature, make_pose: Callable[[np.ndarray], BodyPo
         poser.inherit()
         rel = poser.relative_positions()
         root = poser.root_for(pose.root, rel)
-        starts, ends, _ = poser.leg_ends(rel, root, feet, zeros, zeros)
+        fold = zeros if fold_of is None else fold_of(a)
+        starts, ends, _ = poser.leg_ends(rel, root, feet, zeros, fold)
         spans = [np.linalg.norm(starts[i] - ends[i], axis=-1) for i in range(len(legs))]
-        poser.solve_legs(rel, root, feet, zeros, zeros)
+        poser.solve_legs(rel, root, feet, zeros, fold)
         poser.inherit()
         return spans, poser.relative_positions()[..., 2] + root[:, None, 2]
 
@@ -112,7 +114,11 @@ def _pose_maker(creature: Creature, t: np.ndarray, spec: Callable[[np.ndarray, n
         for name, chain in (("spine", creature.spine), ("neck", neck), ("tail", creature.tail)):
             if chain and name in terms:
                 bends = np.zeros((frames, len(chain), 3))
-                bends[:] = terms[name][:, None, :] / len(chain)
+                share = np.full(len(chain), 1.0 / len(chain))
+                if name + "_base" in terms:  # more of the bend at the chain's base (a grazing neck)
+                    share = np.linspace(1.0 + terms[name + "_base"], 1.0 - terms[name + "_base"], len(chain))
+                    share = share / share.sum()
+                bends[:] = terms[name][:, None, :] * share[None, :, None]
                 if name + "_wave" in terms:
                     bends += terms[name + "_wave"](np.arange(len(chain)))
                 setattr(pose, name, bends)
@@ -150,9 +156,10 @@ class _ActionBody:
         return 0.006 * self.leg_len * np.sin(2 * np.pi * 0.4 * t + self.phase) * a
 
 
-# A sit tips the body back this far (rad) about the shoulders (a dog's spine sits at 40–60°), and the
-# shoulders sink this share of a leg as the fore legs give a little.
-SIT_PITCH, SIT_SINK = 0.75, 0.08
+# A sit tips the body back this far (rad) about the shoulders (a dog's spine sits at 40–60°), the
+# shoulders sink this share of a leg as the fore legs give a little, and the hind legs' segments below
+# the knee fold back this far (rad) so the hocks go down towards the ground.
+SIT_PITCH, SIT_SINK, SIT_HOCK = 0.75, 0.08, -0.5
 
 
 def _idle(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
@@ -188,7 +195,8 @@ def _settle(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionT
             shift[:, 2] = -depth * leg_len * a
             shift[:, 1] = 0.1 * leg_len * a if sit else 0.0
         shift[:, 2] += body.breathe(t, 1.0)
-        return {"shift": shift, "pitch": pitch,
+        fold = np.where(body.front, 0.0, SIT_HOCK if sit else 0.0)[None, :] * np.asarray(a, float)[:, None]
+        return {"shift": shift, "pitch": pitch, "leg_fold": fold,
                 "neck": _vec(len(t), pitch=(0.6 * nose_up - 0.1) * a),
                 "tail": _vec(len(t), pitch=(nose_up + tail_up) * a), "spine": _vec(len(t), pitch=0.1 * a)}
     if action == "stand_up":
@@ -219,6 +227,51 @@ def _rear_up(body: _ActionBody, action: str, rng: np.random.Generator) -> Action
     return spec, lambda t: envelope(t, 0.15 * d, 0.45 * d, 0.65 * d, 0.95 * d), body.front
 
 
+# An attack strikes about this often (s): a clip of several seconds keeps attacking.
+STRIKE_SECONDS = 1.3
+
+
+def _strike_phases(t: np.ndarray, d: float, start: float) -> tuple[np.ndarray, np.ndarray]:
+    """(draw back, strike) envelopes of an attack that strikes once every STRIKE_SECONDS or so, the first
+    from `start` (a share of a strike's period): in each, the body draws back over a quarter of it, is let
+    go at once and strikes (an eighth), holds and recovers."""
+    strikes = max(1, int(round(d / STRIKE_SECONDS)))
+    period = d / strikes
+    draw, strike = np.zeros_like(t), np.zeros_like(t)
+    for k in range(strikes):
+        s = (k + start) * period
+        draw += envelope(t, s, s + 0.22 * period, s + 0.24 * period, s + 0.34 * period)
+        strike += envelope(t, s + 0.24 * period, s + 0.34 * period, s + 0.44 * period, s + 0.7 * period)
+    return draw, strike
+
+
+def _attack(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    """A strike at what is ahead: the body draws back and low, then lunges forward and comes back. Four
+    legs bite (the head is thrust forward and down, the jaw open); two legs punch (the torso twists into
+    it; `_limb_extra` throws the arm)."""
+    d, leg_len, amp = body.d, body.leg_len, body.amp
+    start = rng.uniform(0.02, 0.1)
+    four_legged = body.shoulder is not None
+    twist = rng.choice([-1.0, 1.0]) * 0.35 * amp  # which way the torso winds
+
+    def spec(t, a):
+        draw, strike = _strike_phases(t, d, start)
+        shift = np.zeros((len(t), 3))
+        shift[:, 1] = leg_len * (0.12 * draw - (0.3 if four_legged else 0.12) * strike) * amp * a
+        shift[:, 2] = -leg_len * (0.08 * draw + 0.08 * strike) * amp * a + body.breathe(t, 1.0)
+        terms = {"shift": shift, "pitch": (0.05 * draw + 0.2 * strike) * amp * a}
+        if four_legged:
+            terms["neck"] = _vec(len(t), pitch=(-0.25 * draw + 0.45 * strike) * amp * a)
+            terms["jaw"] = 0.5 * amp * np.clip(strike + 0.5 * draw, 0.0, 1.0) * a
+            terms["tail"] = _vec(len(t), pitch=(body.tail_up + 0.3 * draw) * a)
+        else:
+            terms["yaw"] = twist * (draw - 1.4 * strike) * a
+            terms["spine"] = _vec(len(t), pitch=0.1 * strike * a, yaw=0.5 * twist * (draw - strike) * a)
+            terms["neck"] = _vec(len(t), pitch=0.1 * strike * a, yaw=-twist * (draw - 1.4 * strike) * a)
+        return terms
+    return spec, lambda t: np.ones_like(t), None
+
+
 def _look_around(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
     d = body.d
     targets = rng.uniform(-1.0, 1.0, 3) * np.array([1, -1, 1])
@@ -233,17 +286,26 @@ def _look_around(body: _ActionBody, action: str, rng: np.random.Generator) -> Ac
 
 
 def _nod(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
-    """sniff and peck: the head goes down and nods or pecks."""
+    """sniff, peck and eat: the head goes down and nods, pecks, or stays down at the food and chews (the
+    jaw working, the head tugging), coming up at the end."""
     d = body.d
-    rate = 3.0 if action == "sniff" else 2.0
+    rate = {"sniff": 3.0, "peck": 2.0, "eat": 1.5}[action]
+    reach = 1.3 if action == "eat" else 1.1
 
     def spec(t, a):
-        nod = 0.12 * np.sin(2 * np.pi * rate * t) if action == "sniff" else \
-            0.5 * np.maximum(0, np.sin(2 * np.pi * rate * t)) ** 2
+        wave = np.sin(2 * np.pi * rate * t)
+        nod = {"sniff": 0.12 * wave, "peck": 0.5 * np.maximum(0, wave) ** 2, "eat": 0.1 * wave}[action]
         shift = np.zeros((len(t), 3))
-        shift[:, 2] = -0.05 * body.leg_len * a
-        return {"shift": shift, "pitch": 0.1 * a, "neck": _vec(len(t), pitch=(1.1 * body.amp + nod) * a),
-                "tail": _vec(len(t), body.tail_up * 0.3, yaw=0.15 * np.sin(2 * t) * a)}
+        shift[:, 2] = -(0.08 if action == "eat" else 0.05) * body.leg_len * a
+        terms = {"shift": shift, "pitch": (0.15 if action == "eat" else 0.1) * a,
+                 "neck": _vec(len(t), pitch=(reach * body.amp + nod) * a),
+                 "tail": _vec(len(t), body.tail_up * 0.3, yaw=0.15 * np.sin(2 * t) * a)}
+        if action == "eat":
+            terms["jaw"] = 0.25 * np.maximum(0, wave) ** 2 * a
+            terms["neck_base"] = 0.8
+        return terms
+    if action == "eat":
+        return spec, lambda t: envelope(t, 0.05 * d, 0.25 * d, 0.85 * d, d), None
     return spec, lambda t: envelope(t, 0.1 * d, 0.35 * d, 0.75 * d, 0.95 * d), None
 
 
@@ -280,8 +342,9 @@ def _limbs_only(body: _ActionBody, action: str, rng: np.random.Generator) -> Act
 
 _ACTION_TERMS: dict[str, Callable[[_ActionBody, str, np.random.Generator], ActionTerms]] = {
     "idle": _idle, "sit": _settle, "lie_down": _settle, "stand_up": _settle, "crouch": _crouch,
-    "rear_up": _rear_up, "look_around": _look_around, "sniff": _nod, "peck": _nod, "shake": _shake,
-    "wag_tail": _wag_tail, "wave": _limbs_only, "flap": _limbs_only,
+    "rear_up": _rear_up, "look_around": _look_around, "sniff": _nod, "peck": _nod, "eat": _nod,
+    "shake": _shake,
+    "wag_tail": _wag_tail, "wave": _limbs_only, "flap": _limbs_only, "attack": _attack,
 }
 
 
@@ -303,11 +366,27 @@ def action_terms(creature: Creature, action: str, duration: float, rng: np.rando
     return terms(body, action, rng)
 
 
+def _punch(arms: list, t: np.ndarray, d: float, punch: tuple[int, float]
+           ) -> tuple[dict[int, np.ndarray], np.ndarray]:
+    """The punching arm's aim over an attack (body frame): drawn back and up by the shoulder, then thrown
+    straight ahead at shoulder height, then let down; raise weight over time."""
+    arm = int(punch[0]) % len(arms)
+    draw, strike = _strike_phases(t, d, punch[1])
+    side = arms[arm].side
+    back = np.array([0.35 * side, 0.55, -0.35])
+    ahead = np.array([-0.1 * side, -1.0, 0.05])
+    aim = draw[:, None] * back + strike[:, None] * ahead
+    aim += (1.0 - draw - strike)[:, None] * np.array([0.2 * side, -0.3, -0.9])
+    aim /= np.maximum(np.linalg.norm(aim, axis=1, keepdims=True), 1e-9)
+    return {arm: aim}, np.clip(draw + strike, 0.0, 1.0)
+
+
 def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: np.random.Generator
                 ) -> Callable[[Poser], None]:
     """Arms (hang, swing, wave) and wings (fold, flap) on top of a body pose."""
     frames = t.shape[0]
     rate = rng.uniform(1.2, 1.8)
+    punch = (rng.integers(2), rng.uniform(0.02, 0.1))  # which arm, and when (see _attack)
 
     def extra(poser: Poser) -> None:
         arms = arm_limbs(creature)
@@ -320,6 +399,8 @@ def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: n
                 raise_dir = {waving: np.stack([side * (0.45 + sweep), np.full(frames, -0.15),
                                                np.full(frames, 0.9)], axis=-1)}
                 weight = envelope(t, 0.05 * d, 0.3 * d, 0.75 * d, 0.95 * d)
+            elif action == "attack":
+                raise_dir, weight = _punch(arms, t, d, punch)
             pose_arms(poser, {}, raise_dir, weight)
         if creature.limbs_of("wing"):
             if action == "flap":
@@ -344,7 +425,11 @@ def in_place(creature: Creature, action: str, frames: int, fps: float, rng: np.r
     targets = _rest_feet(legs, frames)
     if stance is not None and legs:
         targets = np.repeat(np.asarray(stance, dtype=float)[None], frames, axis=0)
-    a = limit_amplitude(creature, make, wanted, ~free, fps, targets) if legs else wanted
+
+    def fold_of(a: np.ndarray) -> np.ndarray:
+        return spec(t, a).get("leg_fold", np.zeros((frames, len(legs))))
+
+    a = limit_amplitude(creature, make, wanted, ~free, fps, targets, fold_of) if legs else wanted
     pose = make(a)
     contacts = np.ones((frames, len(legs)), dtype=bool)
     if free.any():
@@ -356,7 +441,7 @@ def in_place(creature: Creature, action: str, frames: int, fps: float, rng: np.r
             targets[:, i] = np.where(a[:, None] > 0, carried, targets[:, i])
             contacts[:, i] = a <= 0
     zeros = np.zeros((frames, len(legs)))
-    motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, zeros), fps,
+    motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, fold_of(a)), fps,
                               _limb_extra(creature, action, t, d, rng))
     info.update(amplitude=a, foot_targets=targets)
     return GeneratedClip(motion, action, [{"gait": action, "duration": frames / fps, "speed": 0.0}], 0.0,
