@@ -24,8 +24,9 @@ CONSTRUCTED_FAMILIES = ("quadruped", "biped")
 # The actions besides the gaits that the controllers make on artists' rigs (the benchmark decides: idle
 # and jump by R@1; death by its filmstrips at the network's R@1 — the body goes over and lies on the
 # ground; sit by its filmstrips: no held-out rig has a sit clip, and the network's sit stands still;
-# attack and eat by their filmstrips: the network's attacks stood still, its husky ate with its head up).
-CONSTRUCTED_ACTIONS = ("idle", "jump", "death", "sit", "attack", "eat")
+# attack, eat and hit by their filmstrips: the network's attacks and hits stood still, its husky ate with
+# its head up).
+CONSTRUCTED_ACTIONS = ("idle", "jump", "death", "sit", "attack", "eat", "hit")
 # What may end a locomotion clip made by construction: the creature comes to a stop, then does it in
 # place where it stopped ("a husky runs, then dies", "a wolf trotting forward, then sitting down").
 FINALES = ("death", "sit")

@@ -462,3 +462,17 @@ def test_eating_puts_the_head_down_to_the_food_and_brings_it_up() -> None:
     chewing = pos[30:70, c.head, 2]
     assert np.ptp(chewing) > 0.01 * c.leg_length  # the head works at it, not frozen
     assert clip.contacts.all() and pos[..., 2].min() > -0.01 * c.rig.body_size
+
+
+@pytest.mark.parametrize("family", ["biped", "quadruped"])
+def test_a_hit_throws_the_body_back_at_once_and_it_recovers(family: str) -> None:
+    c = creature(family)
+    clip = generate(c, "hit", seed=2, frames=48, fps=24.0)
+    pos = joint_positions(c.rig, clip.motion)
+    back = pos[:, c.head, 1] - c.rig.heads[c.head, 1]  # +Y is back
+    peak = int(np.argmax(back))
+    assert back[peak] > 0.05 * c.leg_length
+    step = np.diff(back)
+    assert step.max() > 2.5 * -step.min()  # thrown back fast, recovering slowly ...
+    assert abs(back[-1]) < 0.01 * c.leg_length  # ... to where it stood
+    assert clip.contacts.all() and pos[..., 2].min() > -0.01 * c.rig.body_size

@@ -14,7 +14,7 @@ from kirin.kirin_addon.io.clip import load_clip
 from kirin.kirin_addon.library.build import BuildConfig, build_library
 from kirin.kirin_addon.library.controllers.dispatch import ACTIONS_BY_FAMILY
 
-CONFIG = BuildConfig(clips=176, seed=11, clips_per_creature=10, min_frames=30, max_frames=45, workers=1,
+CONFIG = BuildConfig(clips=184, seed=11, clips_per_creature=10, min_frames=30, max_frames=45, workers=1,
                      transition_fraction=0.0)
 
 

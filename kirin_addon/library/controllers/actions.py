@@ -234,14 +234,14 @@ STRIKE_SECONDS = 1.3
 def _strike_phases(t: np.ndarray, d: float, start: float) -> tuple[np.ndarray, np.ndarray]:
     """(draw back, strike) envelopes of an attack that strikes once every STRIKE_SECONDS or so, the first
     from `start` (a share of a strike's period): in each, the body draws back over a quarter of it, is let
-    go at once and strikes (an eighth), holds and recovers."""
+    go and strikes (a sixth: a fist at about 5 body sizes a second), holds and recovers."""
     strikes = max(1, int(round(d / STRIKE_SECONDS)))
     period = d / strikes
     draw, strike = np.zeros_like(t), np.zeros_like(t)
     for k in range(strikes):
         s = (k + start) * period
-        draw += envelope(t, s, s + 0.22 * period, s + 0.24 * period, s + 0.34 * period)
-        strike += envelope(t, s + 0.24 * period, s + 0.34 * period, s + 0.44 * period, s + 0.7 * period)
+        draw += envelope(t, s, s + 0.22 * period, s + 0.24 * period, s + 0.4 * period)
+        strike += envelope(t, s + 0.24 * period, s + 0.4 * period, s + 0.5 * period, s + 0.8 * period)
     return draw, strike
 
 
@@ -259,7 +259,8 @@ def _attack(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionT
         shift = np.zeros((len(t), 3))
         shift[:, 1] = leg_len * (0.12 * draw - (0.3 if four_legged else 0.12) * strike) * amp * a
         shift[:, 2] = -leg_len * (0.08 * draw + 0.08 * strike) * amp * a + body.breathe(t, 1.0)
-        terms = {"shift": shift, "pitch": (0.05 * draw + 0.2 * strike) * amp * a}
+        terms = {"shift": shift, "pitch": (0.05 * draw + 0.2 * strike) * amp * a,
+                 "arm_phases": (draw, strike)}
         if four_legged:
             terms["neck"] = _vec(len(t), pitch=(-0.25 * draw + 0.45 * strike) * amp * a)
             terms["jaw"] = 0.5 * amp * np.clip(strike + 0.5 * draw, 0.0, 1.0) * a
@@ -269,6 +270,45 @@ def _attack(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionT
             terms["spine"] = _vec(len(t), pitch=0.1 * strike * a, yaw=0.5 * twist * (draw - strike) * a)
             terms["neck"] = _vec(len(t), pitch=0.1 * strike * a, yaw=-twist * (draw - 1.4 * strike) * a)
         return terms
+    return spec, lambda t: np.ones_like(t), None
+
+
+# A hit throws the body back this fast (s), it holds, then recovers over this long; a longer clip is
+# hit again about every HIT_SECONDS.
+HIT_SNAP, HIT_HOLD, HIT_RECOVER, HIT_SECONDS = 0.15, 0.1, 0.7, 2.0
+
+
+def _hit_phase(t: np.ndarray, d: float, start: float) -> np.ndarray:
+    """0 → 1 → 0: each blow snaps the body back at once and lets it recover slowly."""
+    blows = max(1, int(round(d / HIT_SECONDS)))
+    period = d / blows
+    out = np.zeros_like(t)
+    for k in range(blows):
+        s = (k + start) * period
+        out += envelope(t, s, s + HIT_SNAP, s + HIT_SNAP + HIT_HOLD, s + HIT_SNAP + HIT_HOLD + HIT_RECOVER)
+    return out
+
+
+def _hit(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionTerms:
+    """A blow from ahead: the body is thrown back (two legs: and up, the back arching; four legs: back and
+    low), the head snaps back, turned a little aside; then it recovers. Arms fling forward (`_limb_extra`)."""
+    d, leg_len, amp = body.d, body.leg_len, body.amp
+    start = rng.uniform(0.05, 0.2)
+    aside = rng.choice([-1.0, 1.0]) * rng.uniform(0.1, 0.25)
+
+    # Four legs cower, low and aside, rather than rear back off their fore legs (straight at rest).
+    four_legged = body.shoulder is not None
+    pitch, back, drop, turn = (0.0, 0.04, 0.12, 0.15) if four_legged else (-0.25, 0.12, 0.04, 1.0)
+
+    def spec(t, a):
+        blow = _hit_phase(t, d, start) * amp * a
+        shift = np.zeros((len(t), 3))
+        shift[:, 1] = back * leg_len * blow
+        shift[:, 2] = -drop * leg_len * blow + body.breathe(t, 1.0)
+        return {"shift": shift, "pitch": pitch * blow, "yaw": turn * aside * blow, "roll": 0.5 * aside * blow,
+                "spine": _vec(len(t), pitch=-0.2 * blow),
+                "neck": _vec(len(t), pitch=-0.35 * blow, yaw=aside * blow),
+                "tail": _vec(len(t), pitch=(body.tail_up + 0.3 * blow)), "arm_phases": (blow,)}
     return spec, lambda t: np.ones_like(t), None
 
 
@@ -344,7 +384,7 @@ _ACTION_TERMS: dict[str, Callable[[_ActionBody, str, np.random.Generator], Actio
     "idle": _idle, "sit": _settle, "lie_down": _settle, "stand_up": _settle, "crouch": _crouch,
     "rear_up": _rear_up, "look_around": _look_around, "sniff": _nod, "peck": _nod, "eat": _nod,
     "shake": _shake,
-    "wag_tail": _wag_tail, "wave": _limbs_only, "flap": _limbs_only, "attack": _attack,
+    "wag_tail": _wag_tail, "wave": _limbs_only, "flap": _limbs_only, "attack": _attack, "hit": _hit,
 }
 
 
@@ -366,27 +406,30 @@ def action_terms(creature: Creature, action: str, duration: float, rng: np.rando
     return terms(body, action, rng)
 
 
-def _punch(arms: list, t: np.ndarray, d: float, punch: tuple[int, float]
+def _punch(arms: list, phases: tuple[np.ndarray, np.ndarray], arm: int
            ) -> tuple[dict[int, np.ndarray], np.ndarray]:
-    """The punching arm's aim over an attack (body frame): drawn back and up by the shoulder, then thrown
-    straight ahead at shoulder height, then let down; raise weight over time."""
-    arm = int(punch[0]) % len(arms)
-    draw, strike = _strike_phases(t, d, punch[1])
+    """The punching arm's aim over an attack's (draw back, strike) phases (body frame): drawn back and up
+    by the shoulder, then thrown straight ahead at shoulder height along the arc between the two (at an
+    even angular speed: a blend of the two directions would whip through the middle), then let down;
+    raise weight."""
+    arm = arm % len(arms)
+    draw, strike = (np.clip(p, 0.0, 1.0) for p in phases)
     side = arms[arm].side
     back = np.array([0.35 * side, 0.55, -0.35])
     ahead = np.array([-0.1 * side, -1.0, 0.05])
-    aim = draw[:, None] * back + strike[:, None] * ahead
-    aim += (1.0 - draw - strike)[:, None] * np.array([0.2 * side, -0.3, -0.9])
-    aim /= np.maximum(np.linalg.norm(aim, axis=1, keepdims=True), 1e-9)
+    back, ahead = back / np.linalg.norm(back), ahead / np.linalg.norm(ahead)
+    u = strike / np.maximum(draw + strike, 1e-9)
+    angle = np.arccos(np.clip(back @ ahead, -1.0, 1.0))
+    aim = (np.sin((1.0 - u) * angle)[:, None] * back + np.sin(u * angle)[:, None] * ahead) / np.sin(angle)
     return {arm: aim}, np.clip(draw + strike, 0.0, 1.0)
 
 
-def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: np.random.Generator
-                ) -> Callable[[Poser], None]:
+def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: np.random.Generator,
+                phases: tuple[np.ndarray, ...] = ()) -> Callable[[Poser], None]:
     """Arms (hang, swing, wave) and wings (fold, flap) on top of a body pose."""
     frames = t.shape[0]
     rate = rng.uniform(1.2, 1.8)
-    punch = (rng.integers(2), rng.uniform(0.02, 0.1))  # which arm, and when (see _attack)
+    punching = int(rng.integers(2))  # which arm throws an attack's punch (`phases`: when, see _attack)
 
     def extra(poser: Poser) -> None:
         arms = arm_limbs(creature)
@@ -399,8 +442,12 @@ def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: n
                 raise_dir = {waving: np.stack([side * (0.45 + sweep), np.full(frames, -0.15),
                                                np.full(frames, 0.9)], axis=-1)}
                 weight = envelope(t, 0.05 * d, 0.3 * d, 0.75 * d, 0.95 * d)
-            elif action == "attack":
-                raise_dir, weight = _punch(arms, t, d, punch)
+            elif action == "attack" and phases:
+                raise_dir, weight = _punch(arms, phases, punching)
+            elif action == "hit" and phases:  # arms fling forward and out as the body is thrown back
+                weight = np.clip(phases[0], 0.0, 1.0)
+                raise_dir = {n: np.broadcast_to(np.array([0.45 * arm.side, -0.7, -0.25]), (frames, 3))
+                             for n, arm in enumerate(arms)}
             pose_arms(poser, {}, raise_dir, weight)
         if creature.limbs_of("wing"):
             if action == "flap":
@@ -442,7 +489,7 @@ def in_place(creature: Creature, action: str, frames: int, fps: float, rng: np.r
             contacts[:, i] = a <= 0
     zeros = np.zeros((frames, len(legs)))
     motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, fold_of(a)), fps,
-                              _limb_extra(creature, action, t, d, rng))
+                              _limb_extra(creature, action, t, d, rng, spec(t, a).get("arm_phases", ())))
     info.update(amplitude=a, foot_targets=targets)
     return GeneratedClip(motion, action, [{"gait": action, "duration": frames / fps, "speed": 0.0}], 0.0,
                          "none", contacts, info)

@@ -20,10 +20,10 @@ DROP_MARGIN = 0.06
 ACTIONS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "quadruped": ("walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk", "turn",
                   "idle", "sit", "lie_down", "stand_up", "rear_up", "jump", "look_around", "sniff", "shake",
-                  "wag_tail", "death", "attack", "eat"),
+                  "wag_tail", "death", "attack", "eat", "hit"),
     "dragon": ("walk", "trot", "canter", "gallop", "bound", "turn", "idle", "sit", "lie_down", "stand_up",
                "rear_up", "jump", "look_around", "sniff", "shake", "wag_tail", "flap", "glide"),
-    "biped": ("walk", "run", "turn", "idle", "jump", "crouch", "wave", "death", "attack"),
+    "biped": ("walk", "run", "turn", "idle", "jump", "crouch", "wave", "death", "attack", "hit"),
     "bird": ("walk", "run", "hop", "turn", "idle", "peck", "flap", "glide"),
     "hexapod": ("walk", "tripod", "wave", "turn", "idle"),
     "spider": ("walk", "tripod", "wave", "turn", "idle"),
