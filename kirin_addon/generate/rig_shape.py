@@ -18,7 +18,7 @@ FEATURES = (
     "joints",  # log of the user's joint count
     "leg_joints",  # joints per leg, girdle to foot
     "leg_length",  # a leg's length along its bones (body sizes)
-    "hip_height",  # the legs' tops above the floor, over the leg length
+    "hip_height",  # the legs' tops above their ends (the feet), over the leg length
     "body_length",  # the axial chain's fore–aft extent (pelvis to head), over the leg length
     "head_height",  # the head above the hips, over the leg length
     "arm_length",  # an arm's length over the leg length (0: none)
@@ -46,7 +46,8 @@ def rig_shape(roles: RigRoles) -> RigShape:
     heads = roles.rig.heads
     legs = [list(leg.chain) for leg in roles.legs]
     leg = max(float(np.mean([_chain_length(heads, chain) for chain in legs])), 1e-6)
-    hips = float(np.mean([heads[chain[0], 2] for chain in legs]))
+    # Hip height above the leg's own end, not above z = 0: a frame's origin may lie below the soles.
+    hips = float(np.mean([heads[chain[0], 2] - heads[chain[-1], 2] for chain in legs]))
     axial = [roles.pelvis, *roles.spine, *roles.neck] + ([roles.head] if roles.head >= 0 else [])
     head = roles.head if roles.head >= 0 else axial[-1]
     arms = [_chain_length(heads, arm) for arm in roles.arms]

@@ -92,6 +92,11 @@ def test_a_build_reads_the_same_at_any_scale_and_in_any_frame(make):
     moved = rig_shape(detect_roles(canonical_rig(rig.transformed(matrix), frame).rig))
     assert moved.family == shape.family
     assert np.allclose(moved.values, shape.values, atol=1e-3)
+    up = np.eye(4)
+    up[2, 3] = 0.4 * rig.body_size  # a frame whose origin lies below the soles (the Robot's root)
+    raised = rig_shape(detect_roles(canonical_rig(rig.transformed(up), CanonicalFrame(np.eye(3), 1.0,
+                                                                                      np.zeros(3))).rig))
+    assert np.allclose(raised.values, shape.values, atol=1e-3)
     values = dict(zip(FEATURES, shape.values, strict=True))
     assert values["hip_height"] > 0.5  # legs stand under the hips
     assert (values["arm_length"] > 0) == (shape.family == "biped")
