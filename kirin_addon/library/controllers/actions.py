@@ -227,8 +227,9 @@ def _rear_up(body: _ActionBody, action: str, rng: np.random.Generator) -> Action
     return spec, lambda t: envelope(t, 0.15 * d, 0.45 * d, 0.65 * d, 0.95 * d), body.front
 
 
-# An attack strikes about this often (s): a clip of several seconds keeps attacking.
-STRIKE_SECONDS = 1.3
+# An attack strikes about this often (s): the calibration rigs' authored attacks last 0.8–1.3 s (median
+# 1.0), and a clip of several seconds keeps attacking.
+STRIKE_SECONDS = 1.0
 
 
 def _strike_phases(t: np.ndarray, d: float, start: float) -> tuple[np.ndarray, np.ndarray]:
@@ -273,9 +274,9 @@ def _attack(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionT
     return spec, lambda t: np.ones_like(t), None
 
 
-# A hit throws the body back this fast (s), it holds, then recovers over this long; a longer clip is
-# hit again about every HIT_SECONDS.
-HIT_SNAP, HIT_HOLD, HIT_RECOVER, HIT_SECONDS = 0.15, 0.1, 0.7, 2.0
+# A hit throws the body back this fast (s), it holds, then recovers over this long (the calibration rigs'
+# authored hit reactions last 0.46–0.67 s); a longer clip is hit again about every HIT_SECONDS.
+HIT_SNAP, HIT_HOLD, HIT_RECOVER, HIT_SECONDS = 0.12, 0.05, 0.45, 1.5
 
 
 def _hit_phase(t: np.ndarray, d: float, start: float) -> np.ndarray:

@@ -12,6 +12,12 @@ from .common import GeneratedClip, envelope, euler_q, smoothstep
 from .poser import BodyPose, FootPlan, leg_rigs, solve_clip
 
 FALL_ANGLE = 1.45  # rad: lying on the side (or back), a little short of flat, as a body with legs lies
+# How long a death takes to go from standing to lying (s): the calibration rigs' authored deaths
+# (median 1.04 s over the animals, dinosaurs and monsters; 0.8–1.3 s). A longer clip then lies still,
+# rather than falling in slow motion.
+DEATH_SECONDS = 1.04
+# ... of which it stays on its feet, staggering, at least this long (s) where the clip allows.
+STAGGER_SECONDS = 0.35
 BUCKLE = 0.25  # leg lengths the body sinks before it goes over
 
 
@@ -23,7 +29,8 @@ def _resting_points(creature: Creature) -> np.ndarray:
 
 def death(creature: Creature, frames: int, fps: float, rng: np.random.Generator,
           stance: np.ndarray | None = None) -> GeneratedClip:
-    """Stagger (0–25 % of the clip), buckle and fall (to 60 %), lie still: the body turns rigidly over
+    """Stagger (STAGGER_SECONDS, or a quarter of DEATH_SECONDS), buckle and fall (over about half of
+    DEATH_SECONDS, or of a shorter clip), lie still: the body turns rigidly over
     onto the ground, so that the lowest point of its skin rests on the floor, the legs go limp with it.
     The feet start at rest, or where `stance` (legs, 3; body frame at rest) has them."""
     legs = leg_rigs(creature)
@@ -31,7 +38,9 @@ def death(creature: Creature, frames: int, fps: float, rng: np.random.Generator,
     d = max(t[-1], 1e-6)
     leg_len = creature.leg_length
     side = 1.0 if rng.uniform() < 0.5 else -1.0
-    t_fall, t_down = 0.25 * d * rng.uniform(0.9, 1.1), 0.6 * d
+    span = min(d, DEATH_SECONDS)
+    t_fall = min(max(0.25 * span * rng.uniform(0.9, 1.1), STAGGER_SECONDS), 0.5 * d)
+    t_down = min(t_fall + 0.55 * span, 0.95 * d)
     fall = smoothstep((t - t_fall) / (t_down - t_fall)) ** 1.5  # gathers speed as it goes over
     angle = side * FALL_ANGLE * fall
     stagger = 0.08 * np.sin(2 * np.pi * 1.5 * t) * (1.0 - envelope(t, 0.6 * t_fall, t_fall))
