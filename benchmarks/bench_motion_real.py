@@ -47,7 +47,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
@@ -89,6 +89,7 @@ class Options:
     locomotion_only: bool = False
     two_segments: bool = True  # a "walks, then runs" case on rigs with both clips
     recall: list | None = None  # other actions' cases are collected here for the evaluator's R@1
+    authored_length: bool = False  # other actions generated as long as the rig's own clip, not `frames`
 
 
 # ----------------------------------------------------------------------------- cases
@@ -205,13 +206,14 @@ def run_case(character: support.Character, clip: support.Clip, options: Options)
            "fps": scene_fps(), "feet": feet_row(character), "reason": None}
     began = time.perf_counter()
     authored_frames, authored, authored_tracks = measure_authored(character, action, options.frames, loop)
-    made = generate(character, prompt, options)
+    once = authored_frames[:authored_tracks.clip_length]
+    frames = len(once) if options.authored_length and not loop else options.frames
+    made = generate(character, prompt, replace(options, frames=max(frames, 8)))
     row["seconds_generate"] = round(time.perf_counter() - began, 3)
     variant = headless.last_generate_run()["variants"][0]
     row.update({key: variant.get(key) for key in ("path", "tempo", "rig_shape")})
-    generated_frames = list(range(1, options.frames + 1))
+    generated_frames = list(range(1, max(frames, 8) + 1))
     generated, generated_tracks = measure(character, made, generated_frames)
-    once = authored_frames[:authored_tracks.clip_length]
     row.update(frames={"authored": len(authored_frames), "authored_clip": len(once),
                        "generated": len(generated_frames)},
                authored=authored.as_dict(), generated=generated.as_dict(),
@@ -379,6 +381,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--filmstrips", type=Path, default=FILMSTRIPS)
     parser.add_argument("--no-filmstrips", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--actions-at-authored-length", action="store_true",
+                        help="generate the other actions as long as the rig's own clip of each (the "
+                             "evaluator then compares clips of one length); default: --frames")
     parser.add_argument("--no-recall", action="store_true",
                         help="skip the evaluator's R@1 of the other actions")
     parser.add_argument("--measure-blend", type=Path,
@@ -414,7 +419,8 @@ def main(argv: list[str] | None = None) -> dict:
         return {"rows": measure_blend(args.measure_blend, args.blend_fps)}
     strips = None if args.no_filmstrips else args.filmstrips
     options = Options(args.frames, args.seed, args.prompt_style, strips, locomotion_only=args.calibration,
-                      two_segments=not args.calibration, recall=None if args.no_recall else [])
+                      two_segments=not args.calibration, recall=None if args.no_recall else [],
+                      authored_length=args.actions_at_authored_length)
     files = support.calibration_files(args.assets) if args.calibration else rig_files(args.assets, args.rigs)
     if args.calibration and args.rigs:
         files = [f for f in files if any(r.lower() in str(f).lower() for r in args.rigs)]

@@ -54,6 +54,10 @@ def test_motion_real_on_held_out_rigs(blender, tmp_path):
     assert row["frames"]["generated"] == 48 and "gait_like" in (row["verdict"] or {})
     assert Path(row["filmstrip"]).is_file() and Path(row["filmstrip"]).stat().st_size > 1000
     assert bench.table([row]).count("\n") == 2
+    # --actions-at-authored-length: an in-place action is generated as long as the rig's own clip
+    at_length = bench.Options(frames=48, filmstrips=None, authored_length=True)
+    idle = bench.run_case(zebra, clips["idle"], at_length)
+    assert idle["frames"]["generated"] == idle["frames"]["authored_clip"] != 48
 
     missing = bench.run_file(tmp_path / "Nothing.glb", options, {})
     assert len(missing) == 1 and missing[0]["reason"] and missing[0]["clip"] is None
