@@ -487,3 +487,26 @@ def test_a_long_death_falls_at_the_authored_pace_then_lies_still() -> None:
     pelvis = pos[:, c.pelvis, 2]
     assert pelvis[45] < pelvis[0] - 0.9 * (pelvis[0] - pelvis[-1])  # down by 1.5 s
     assert np.abs(np.diff(pos[60:], axis=0)).max() < 1e-3 * c.rig.body_size
+
+
+def test_a_low_tail_and_head_keep_their_skin_above_the_ground_in_a_gallop() -> None:
+    """The clearance lifts tail and neck by their skin, not their joints alone: a thick tail hung low
+    (here lowered to 0.5 % of a leg above the floor at rest) does not drag its skin through the floor."""
+    from dataclasses import replace as changed
+
+    from kirin.kirin_addon.core.motion import forward_kinematics
+    from kirin.kirin_addon.core.skinning import linear_blend_skinning, skin_matrices
+
+    c = creature("quadruped")
+    tail = c.rig.subtree(c.tail[0])
+    dominant = c.mesh.joint_indices[np.arange(c.mesh.vertex_count), np.argmax(c.mesh.joint_weights, axis=1)]
+    on_tail = tail[dominant]
+    vertices = c.mesh.vertices.copy()
+    lowest = vertices[on_tail, 2].min()
+    vertices[on_tail, 2] -= lowest - 0.005 * c.leg_length  # the tail's skin just clears the floor at rest
+    low = changed(c, mesh=changed(c.mesh, vertices=vertices))
+    clip = generate(low, "gallop", seed=1, frames=60, fps=30.0)
+    world = forward_kinematics(low.rig, clip.motion)
+    skin = linear_blend_skinning(vertices, low.mesh.joint_indices, low.mesh.joint_weights,
+                                 skin_matrices(low.rig.rest, world))
+    assert skin[:, on_tail, 2].min() > -0.001 * c.rig.body_size  # joints alone: −0.007

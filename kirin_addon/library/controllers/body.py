@@ -23,22 +23,46 @@ def tail_lift(creature: Creature) -> float:
 
 
 def tail_clearance(creature: Creature, motion: Motion) -> np.ndarray | None:
-    """(T,) extra lift (rad, about the tail base) keeping every tail joint above the ground, or None."""
-    if not creature.tail:
-        return None
+    """(T,) extra lift (rad, about the tail base) keeping the tail (its skin too) above the ground, or
+    None."""
+    return _clearance(creature, motion, creature.tail[0]) if creature.tail else None
+
+
+def head_clearance(creature: Creature, motion: Motion) -> np.ndarray | None:
+    """(T,) extra lift (rad, about the neck's base) keeping the head and neck (their skin too) above the
+    ground, or None: a low-headed creature's gallop would nod and pitch its head into the floor."""
+    return _clearance(creature, motion, creature.neck[0]) if creature.neck else None
+
+
+def _clearance(creature: Creature, motion: Motion, top: int) -> np.ndarray | None:
+    """(T,) lift about joint `top` keeping what hangs from it above the ground: its joints and, where the
+    creature has a skin, a few hundred of the vertices that follow them (carried by their main joint).
+    Each point keeps a margin of 2 % of a leg, or less where it rests lower."""
     rig = creature.rig
-    inside = rig.subtree(creature.tail[0])
+    inside = rig.subtree(top)
     joints = np.flatnonzero(inside)
-    joints = joints[joints != creature.tail[0]]
-    if joints.size == 0:
+    joints = joints[joints != top]
+    world = forward_kinematics(rig, motion)  # (T,J,4,4)
+    points, rest = [world[:, joints][..., :3, 3]], [rig.heads[joints, 2]]
+    if creature.mesh is not None:
+        mesh = creature.mesh
+        dominant = mesh.joint_indices[np.arange(mesh.vertex_count), np.argmax(mesh.joint_weights, axis=1)]
+        chosen = np.flatnonzero(inside[np.clip(dominant, 0, len(inside) - 1)] & (dominant < len(inside)))
+        chosen = chosen[::max(1, chosen.size // 400)]
+        if chosen.size:
+            carry = world[:, dominant[chosen]] @ np.linalg.inv(rig.rest[dominant[chosen]])[None]
+            local = np.concatenate([mesh.vertices[chosen], np.ones((chosen.size, 1))], axis=1)
+            points.append(np.einsum("tvij,vj->tvi", carry, local)[..., :3])
+            rest.append(mesh.vertices[chosen, 2])
+    pos, rest_z = np.concatenate(points, axis=1), np.concatenate(rest)
+    if pos.shape[1] == 0:
         return None
-    pos = forward_kinematics(rig, motion)[..., :3, 3]
-    margin = np.minimum(0.02 * max(creature.leg_length, 1e-3), np.maximum(rig.heads[joints, 2], 0.0))
-    deficit = margin[None] - pos[:, joints, 2]
+    margin = np.minimum(0.02 * max(creature.leg_length, 1e-3), np.maximum(rest_z, 0.0))
+    deficit = margin[None] - pos[..., 2]
     if not np.any(deficit > 1e-9 * rig.body_size):
         return None
-    base = pos[:, creature.tail[0]]
-    reach = np.maximum(np.linalg.norm(pos[:, joints] - base[:, None], axis=-1), 1e-9)
+    base = world[:, top, :3, 3]
+    reach = np.maximum(np.linalg.norm(pos - base[:, None], axis=-1), 1e-9)
     angle = np.arcsin(np.clip(np.maximum(deficit, 0.0) / reach, 0.0, 1.0))
     return 1.2 * angle.max(axis=1)
 
