@@ -189,7 +189,8 @@ def _settle(body: _ActionBody, action: str, rng: np.random.Generator) -> ActionT
         pitch = -nose_up * a
         shift = np.zeros((len(t), 3))
         if sit and body.shoulder is not None:
-            shift += body.shoulder - quat_rotate(euler_q(pitch, 0.0 * a, 0.0 * a), body.shoulder)
+            level = np.zeros_like(pitch)
+            shift += body.shoulder - quat_rotate(euler_q(pitch, level, level), body.shoulder)
             shift[:, 2] -= SIT_SINK * leg_len * a
         else:
             shift[:, 2] = -depth * leg_len * a
@@ -232,15 +233,21 @@ def _rear_up(body: _ActionBody, action: str, rng: np.random.Generator) -> Action
 STRIKE_SECONDS = 1.0
 
 
+def _beats(d: float, seconds: float, start: float) -> tuple[list[float], float]:
+    """When a repeated action (a strike, a blow) begins in a clip of `d` s, about every `seconds` (a whole
+    number of times, at least once), `start` a share of the period in; and the period."""
+    count = max(1, int(round(d / seconds)))
+    period = d / count
+    return [(k + start) * period for k in range(count)], period
+
+
 def _strike_phases(t: np.ndarray, d: float, start: float) -> tuple[np.ndarray, np.ndarray]:
     """(draw back, strike) envelopes of an attack that strikes once every STRIKE_SECONDS or so, the first
     from `start` (a share of a strike's period): in each, the body draws back over a quarter of it, is let
     go and strikes (a sixth: a fist at about 5 body sizes a second), holds and recovers."""
-    strikes = max(1, int(round(d / STRIKE_SECONDS)))
-    period = d / strikes
+    starts, period = _beats(d, STRIKE_SECONDS, start)
     draw, strike = np.zeros_like(t), np.zeros_like(t)
-    for k in range(strikes):
-        s = (k + start) * period
+    for s in starts:
         draw += envelope(t, s, s + 0.22 * period, s + 0.24 * period, s + 0.4 * period)
         strike += envelope(t, s + 0.24 * period, s + 0.4 * period, s + 0.5 * period, s + 0.8 * period)
     return draw, strike
@@ -281,11 +288,8 @@ HIT_SNAP, HIT_HOLD, HIT_RECOVER, HIT_SECONDS = 0.12, 0.05, 0.45, 1.5
 
 def _hit_phase(t: np.ndarray, d: float, start: float) -> np.ndarray:
     """0 → 1 → 0: each blow snaps the body back at once and lets it recover slowly."""
-    blows = max(1, int(round(d / HIT_SECONDS)))
-    period = d / blows
     out = np.zeros_like(t)
-    for k in range(blows):
-        s = (k + start) * period
+    for s in _beats(d, HIT_SECONDS, start)[0]:
         out += envelope(t, s, s + HIT_SNAP, s + HIT_SNAP + HIT_HOLD, s + HIT_SNAP + HIT_HOLD + HIT_RECOVER)
     return out
 
