@@ -493,8 +493,10 @@ def in_place(creature: Creature, action: str, frames: int, fps: float, rng: np.r
             targets[:, i] = np.where(a[:, None] > 0, carried, targets[:, i])
             contacts[:, i] = a <= 0
     zeros = np.zeros((frames, len(legs)))
-    motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, fold_of(a)), fps,
-                              _limb_extra(creature, action, t, d, rng, spec(t, a).get("arm_phases", ())))
+    terms = spec(t, a)  # the chosen amplitude's legs and arms
+    fold = terms.get("leg_fold", zeros)
+    motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, fold), fps,
+                              _limb_extra(creature, action, t, d, rng, terms.get("arm_phases", ())))
     info.update(amplitude=a, foot_targets=targets)
     return GeneratedClip(motion, action, [{"gait": action, "duration": frames / fps, "speed": 0.0}], 0.0,
                          "none", contacts, info)

@@ -22,32 +22,28 @@ def tail_lift(creature: Creature) -> float:
     return float(np.arctan2(-back[2], max(back[1], 1e-9))) if back[1] > 0 else 0.0
 
 
-def tail_clearance(creature: Creature, motion: Motion) -> np.ndarray | None:
-    """(T,) extra lift (rad, about the tail base) keeping the tail (its skin too) above the ground, or
-    None."""
-    return _clearance(creature, motion, creature.tail[0]) if creature.tail else None
+def clearance_lifts(creature: Creature, motion: Motion) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(T,) extra lifts (rad) about the tail's base and the neck's base keeping the tail, and the head and
+    neck, above the ground (their skin too), each None where nothing dips: a long tail must not drag, nor
+    a low-headed creature's gallop nod and pitch its head into the floor."""
+    world = forward_kinematics(creature.rig, motion)  # (T,J,4,4), once for both
+    tail = _clearance(creature, world, creature.tail[0]) if creature.tail else None
+    head = _clearance(creature, world, creature.neck[0]) if creature.neck else None
+    return tail, head
 
 
-def head_clearance(creature: Creature, motion: Motion) -> np.ndarray | None:
-    """(T,) extra lift (rad, about the neck's base) keeping the head and neck (their skin too) above the
-    ground, or None: a low-headed creature's gallop would nod and pitch its head into the floor."""
-    return _clearance(creature, motion, creature.neck[0]) if creature.neck else None
-
-
-def _clearance(creature: Creature, motion: Motion, top: int) -> np.ndarray | None:
-    """(T,) lift about joint `top` keeping what hangs from it above the ground: its joints and, where the
-    creature has a skin, a few hundred of the vertices that follow them (carried by their main joint).
-    Each point keeps a margin of 2 % of a leg, or less where it rests lower."""
+def _clearance(creature: Creature, world: np.ndarray, top: int) -> np.ndarray | None:
+    """(T,) lift about joint `top` keeping what hangs from it above the ground (world: (T,J,4,4) poses):
+    its joints and, where the creature has a skin, a few hundred of the vertices that follow them (carried
+    by their main joint). Each point keeps a margin of 2 % of a leg, or less where it rests lower."""
     rig = creature.rig
     inside = rig.subtree(top)
     joints = np.flatnonzero(inside)
     joints = joints[joints != top]
-    world = forward_kinematics(rig, motion)  # (T,J,4,4)
     points, rest = [world[:, joints][..., :3, 3]], [rig.heads[joints, 2]]
     if creature.mesh is not None:
         mesh = creature.mesh
-        dominant = mesh.joint_indices[np.arange(mesh.vertex_count), np.argmax(mesh.joint_weights, axis=1)]
-        chosen = np.flatnonzero(inside[np.clip(dominant, 0, len(inside) - 1)] & (dominant < len(inside)))
+        chosen, dominant = _following(mesh, inside)
         chosen = chosen[::max(1, chosen.size // 400)]
         if chosen.size:
             carry = world[:, dominant[chosen]] @ np.linalg.inv(rig.rest[dominant[chosen]])[None]
@@ -81,12 +77,19 @@ def _arm_start(limb: Limb) -> int:
 ARM_CLEARANCE = 0.8
 
 
+def _following(mesh, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of the vertices of a skinned mesh that mostly follow `joints` (a mask), every vertex's
+    main joint)."""
+    dominant = mesh.joint_indices[np.arange(mesh.vertex_count), np.argmax(mesh.joint_weights, axis=1)]
+    inside = joints[np.clip(dominant, 0, len(joints) - 1)] & (dominant < len(joints))
+    return np.flatnonzero(inside), dominant
+
+
 def _skin_of(mesh, joints: np.ndarray) -> np.ndarray:
     """(N,3) the vertices of a skinned mesh (None: none) that mostly follow `joints` (a mask)."""
     if mesh is None:
         return np.zeros((0, 3))
-    dominant = mesh.joint_indices[np.arange(mesh.vertex_count), np.argmax(mesh.joint_weights, axis=1)]
-    return mesh.vertices[joints[np.clip(dominant, 0, len(joints) - 1)] & (dominant < len(joints))]
+    return mesh.vertices[_following(mesh, joints)[0]]
 
 
 def _hang_direction(creature: Creature, limb: Limb, k0: int) -> np.ndarray:
