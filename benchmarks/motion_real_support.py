@@ -156,7 +156,12 @@ def moving_parts(arm: bpy.types.Object) -> list[Part]:
 
 
 def use_action(arm: bpy.types.Object, action) -> None:
-    """`action` the armature's only animation (NLA tracks of the import are gone already)."""
+    """`action` the armature's only animation (NLA tracks of the import are gone already), played from
+    the rest pose: channels it does not key would otherwise keep what the clip played before left there
+    (an authored Run keys the Zebra's leg bones' locations, a generated clip does not)."""
+    for bone in arm.pose.bones:
+        bone.location, bone.scale = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+        bone.rotation_quaternion, bone.rotation_euler = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
     anim = arm.animation_data or arm.animation_data_create()
     anim.action = action
     if hasattr(anim, "action_slot") and len(getattr(action, "slots", ())):

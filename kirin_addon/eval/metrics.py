@@ -128,7 +128,7 @@ def _body_size(positions: np.ndarray, body_size: float | None) -> float:
     return estimate_body_size(positions) if body_size is None else float(body_size)
 
 
-def _runs(column: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run_lengths(column: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run-length encoding of a 1-D bool array: starts, ends (exclusive), values."""
     if column.size == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -146,12 +146,12 @@ def _debounce(mask: np.ndarray, frames: int) -> np.ndarray:
         return out
     for f in range(out.shape[1]):
         column = out[:, f]
-        starts, ends, values = _runs(column)
+        starts, ends, values = run_lengths(column)
         for s, e, v in zip(starts, ends, values, strict=True):
             interior = s > 0 and e < column.size
             if not v and interior and e - s < frames:
                 column[s:e] = True
-        starts, ends, values = _runs(column)
+        starts, ends, values = run_lengths(column)
         for s, e, v in zip(starts, ends, values, strict=True):
             if v and e - s < frames:
                 column[s:e] = False
@@ -528,7 +528,7 @@ def stride_lengths(positions: np.ndarray, feet: Sequence[int] | np.ndarray, cont
     _, horizontal = split_height(positions[:, feet], up)
     out: list[float] = []
     for f in range(feet.size):
-        starts, ends, values = _runs(np.asarray(contacts[:, f], dtype=bool))
+        starts, ends, values = run_lengths(np.asarray(contacts[:, f], dtype=bool))
         prints = [horizontal[s:e, f].mean(axis=0) for s, e, v in zip(starts, ends, values, strict=True) if v]
         out += [float(np.linalg.norm(b - a)) for a, b in zip(prints, prints[1:], strict=False)]
     return np.asarray(out)

@@ -8,7 +8,8 @@ from ...core.creature import Creature, Limb
 from ...core.ik import aim
 from ...core.motion import Motion, forward_kinematics
 from ...core.rotations import quat_multiply, quat_rotate
-from .common import X_AXIS, Y_AXIS, Z_AXIS, about
+from ...eval.metrics import run_lengths
+from .common import X_AXIS, Y_AXIS, Z_AXIS, about, smooth_upper
 from .poser import Poser
 
 
@@ -32,6 +33,61 @@ def clearance_lifts(creature: Creature, motion: Motion) -> tuple[np.ndarray | No
     return tail, head
 
 
+def sole_lifts(creature: Creature, motion: Motion, chains: list[list[int]],
+               planted: np.ndarray) -> np.ndarray | None:
+    """(T,L) heights to raise each leg's foot target by so that the skin below its knee (hoof, paw,
+    shoe) stays above the ground; None where none dips. An artist's hoof often follows the shin, not a
+    foot bone, so it tilts with the shin over a planted foot and its toe sinks below the floor. A planted
+    foot (planted: (T,L)) rises once for its whole stance, by its deepest dip, so it does not move; a
+    swinging one goes from one stance's lift to the next, and higher where its own skin would dip."""
+    depths = _sole_depths(creature, motion, chains)
+    if depths is None:
+        return None
+    half = max(1, int(round(0.08 * motion.fps)))
+    return np.stack([_held_in_stance(depths[:, k], planted[:, k], half) for k in range(len(chains))], axis=1)
+
+
+def _held_in_stance(depth: np.ndarray, planted: np.ndarray, half: int) -> np.ndarray:
+    """(T,) a lift ≥ depth: constant over each planted run, eased between runs."""
+    lift = smooth_upper(depth, half)
+    starts, ends, values = run_lengths(np.asarray(planted, dtype=bool))
+    held = np.full(depth.shape, np.nan)
+    for start, end, down in zip(starts, ends, values, strict=True):
+        if down:
+            held[start:end] = depth[start:end].max()
+    if np.all(np.isnan(held)):
+        return lift
+    frames = np.arange(depth.size)
+    known = ~np.isnan(held)
+    between = np.interp(frames, frames[known], held[known])
+    return np.where(known, held, np.maximum(between, lift))
+
+
+def _sole_depths(creature: Creature, motion: Motion, chains: list[list[int]]) -> np.ndarray | None:
+    """(T,L) how far below the ground each leg's skin below the knee reaches (0 where it clears)."""
+    mesh = creature.mesh
+    if mesh is None:
+        return None
+    rig = creature.rig
+    world = forward_kinematics(rig, motion)
+    lifts = np.zeros((motion.frame_count, len(chains)))
+    for k, chain in enumerate(chains):
+        chosen, dominant = _following(mesh, rig.subtree(chain[-2]))
+        chosen = chosen[::max(1, chosen.size // 400)]
+        if chosen.size:  # a vertex that rests below the ground (a capsule round a foot) may go that low
+            floor = np.minimum(mesh.vertices[chosen, 2], 0.0)
+            depth = floor[None] - _carried(rig, world, mesh, chosen, dominant)[..., 2]
+            lifts[:, k] = np.maximum(depth.max(axis=1), 0.0)
+    return lifts if np.any(lifts > 1e-4 * rig.body_size) else None
+
+
+def _carried(rig, world: np.ndarray, mesh, chosen: np.ndarray, dominant: np.ndarray) -> np.ndarray:
+    """(T,V,3) the `chosen` vertices carried rigidly by their main joints through the poses `world`."""
+    carry = world[:, dominant[chosen]] @ np.linalg.inv(rig.rest[dominant[chosen]])[None]
+    local = np.concatenate([mesh.vertices[chosen], np.ones((chosen.size, 1))], axis=1)
+    return np.einsum("tvij,vj->tvi", carry, local)[..., :3]
+
+
 def _clearance(creature: Creature, world: np.ndarray, top: int) -> np.ndarray | None:
     """(T,) lift about joint `top` keeping what hangs from it above the ground (world: (T,J,4,4) poses):
     its joints and, where the creature has a skin, a few hundred of the vertices that follow them (carried
@@ -46,9 +102,7 @@ def _clearance(creature: Creature, world: np.ndarray, top: int) -> np.ndarray | 
         chosen, dominant = _following(mesh, inside)
         chosen = chosen[::max(1, chosen.size // 400)]
         if chosen.size:
-            carry = world[:, dominant[chosen]] @ np.linalg.inv(rig.rest[dominant[chosen]])[None]
-            local = np.concatenate([mesh.vertices[chosen], np.ones((chosen.size, 1))], axis=1)
-            points.append(np.einsum("tvij,vj->tvi", carry, local)[..., :3])
+            points.append(_carried(rig, world, mesh, chosen, dominant))
             rest.append(mesh.vertices[chosen, 2])
     pos, rest_z = np.concatenate(points, axis=1), np.concatenate(rest)
     if pos.shape[1] == 0:

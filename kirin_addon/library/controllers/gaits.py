@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core.creature import Creature
 from ...core.rotations import quat_multiply
-from .body import arm_limbs, clearance_lifts, pose_arms, pose_wings, tail_lift
+from .body import arm_limbs, clearance_lifts, pose_arms, pose_wings, sole_lifts, tail_lift
 from .common import GRAVITY, X_AXIS, Y_AXIS, Z_AXIS, ControllerError, GeneratedClip, about, smooth_upper
 from .feet import GaitSchedule, girdle_shifts, phase_offsets, plan_feet, roll_feet, spine_turn_bend
 from .path import Profile, TimeGrid, build_path, segment_weights
@@ -426,13 +426,16 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     feet = FootPlan(clip(plan.targets), clip(plan.yaw), np.ones_like(contacts), clip(plan.fold),
                     None if plan.roll is None else clip(plan.roll))
     motion, info = solve_clip(creature, pose, feet, fps, extra, planted=contacts)
-    for _ in range(3):  # a long tail must not drag, nor a low head dip: lift them where the body pitches
+    half = max(1, int(round(0.08 * fps)))
+    for _ in range(3):  # a long tail must not drag, nor a low head dip, nor a hoof's toe sink
         lift_tail, lift_head = clearance_lifts(creature, motion)
         lift_tail = lift_tail if pose.tail is not None else None
         lift_head = lift_head if pose.neck is not None else None
-        if lift_tail is None and lift_head is None:
+        lift_soles = sole_lifts(creature, motion, [leg.chain for leg in legs], contacts)
+        if lift_tail is None and lift_head is None and lift_soles is None:
             break
-        half = max(1, int(round(0.08 * fps)))
+        if lift_soles is not None:
+            feet.targets[..., 2] += lift_soles
         if lift_tail is not None:
             pose.tail[:, 0, 0] += smooth_upper(lift_tail, half)
         if lift_head is not None:
