@@ -59,15 +59,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
+from kirin.kirin_addon.io.scratch import private_blender_resources
+
+private_blender_resources("kirin-bench-")
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
@@ -84,8 +84,8 @@ from kirin.kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, 
 from kirin.kirin_addon.library.families.build import build_creature  # noqa: E402
 from kirin.kirin_addon.retarget.retargeter import RetargetResult, retarget  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
-from kirin.operators.headless import bind as headless_bind
-from kirin.operators.headless import common as headless
+from kirin.operators.headless import bind as headless_bind  # noqa: E402
+from kirin.operators.headless import common as headless  # noqa: E402
 
 if TYPE_CHECKING:  # torch is imported only when fitting
     from kirin.models.bind.template_fit import FitResult

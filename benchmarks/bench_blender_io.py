@@ -5,12 +5,12 @@ Run: .venv/bin/python benchmarks/bench_blender_io.py   (prints ratios measured i
 
 from __future__ import annotations
 
-import os
 import statistics
-import tempfile
 import time
 
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
+from kirin.kirin_addon.io.scratch import private_blender_resources
+
+private_blender_resources("kirin-bench-")
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402

@@ -43,14 +43,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
+from kirin.kirin_addon.io.scratch import private_blender_resources
+
+private_blender_resources("kirin-bench-")
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402

@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import tempfile
 import time
@@ -190,9 +189,9 @@ def clip_files(folder: Path) -> dict[str, list[Path]]:
 
 def ingest_assets(assets: Path, only: list[str] | None) -> Path:
     """Ingest the matching rig files under `assets` with Blender's importers into a temporary folder."""
+    from kirin.kirin_addon.io.scratch import private_blender_resources
     from kirin.kirin_addon.library.ingest import INGEST_EXTENSIONS
-
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
+    private_blender_resources("kirin-bench-")
     from kirin.operators.headless.library import run_ingest
 
     files = [p for p in sorted(assets.rglob("*")) if p.suffix.lower() in INGEST_EXTENSIONS]
@@ -255,9 +254,9 @@ def rest_pose_rigs(prior: PosePrior, assets: Path, only: list[str] | None, known
                    bank: Path | None) -> list[RigData]:
     """Rig files under `assets` that have no clips (e.g. Quaternius' modular humanoids), imported with
     Blender's importers: their rest pose is where drags start (latency only)."""
+    from kirin.kirin_addon.io.scratch import private_blender_resources
     from kirin.kirin_addon.library.ingest import INGEST_EXTENSIONS
-
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
+    private_blender_resources("kirin-bench-")
     import bpy
 
     from kirin.operators import scene_io
@@ -380,7 +379,8 @@ def tip_bone(rig: Rig, joint: int) -> int:
 
 def blender_ik(rd: RigData, drags: list[Drag]) -> np.ndarray:
     """(D,J,3,3) Blender's IK constraint answer to every drag, in its start pose's heading frame."""
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
+    from kirin.kirin_addon.io.scratch import private_blender_resources
+    private_blender_resources("kirin-bench-")
     import bpy
 
     from kirin.operators import scene_io

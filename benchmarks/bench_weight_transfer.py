@@ -34,14 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
+from kirin.kirin_addon.io.scratch import private_blender_resources
+
+private_blender_resources("kirin-bench-")
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
@@ -63,7 +63,7 @@ from kirin.benchmarks.skinning_support import (  # noqa: E402
 )
 from kirin.kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
-from kirin.operators.headless import common as headless
+from kirin.operators.headless import common as headless  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ASSETS = ROOT.parent / "shared" / "assets"

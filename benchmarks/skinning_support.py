@@ -15,11 +15,11 @@ Pitfalls these helpers encode, found by bench_weight_transfer:
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="kirin-bench-"))
+from kirin.kirin_addon.io.scratch import private_blender_resources
+
+private_blender_resources("kirin-bench-")
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from kirin.kirin_addon.core.rotations import quat_from_axis_angle  # noqa: E402
 from kirin.kirin_addon.core.skinning import SkinnedMesh  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
-from kirin.operators.headless.library import armature_actions
+from kirin.operators.headless.library import armature_actions  # noqa: E402
 
 MAX_INFLUENCES = 4
 RANDOM_POSE_DEGREES = 35.0

@@ -25,6 +25,7 @@ from ..kirin_addon.bind.request import BindRequest, TransferRequest
 from . import scene_io
 from .common import BackendOperator, BackendTask, connect, start_task
 from .properties import FAMILY_ITEMS
+from .scene_change import SceneChange, write_failure
 
 MASKS = {"rejected": "Kirin Rejected", "inpainted": "Kirin Inpainted", "fallback": "Kirin Fallback"}
 # What the last finished Auto-Bind made (the `kirin bind` report reads it).
@@ -82,19 +83,24 @@ def write_bind(context, request: BindInput, result: BindResult) -> tuple[bpy.typ
         raise scene_io.SceneError(
             f"The mesh '{request.mesh}' changed while it was being bound; run Auto-Bind again."
         )
+    result.rig.validate()
     collection = obj.users_collection[0] if obj.users_collection else context.scene.collection
-    arm = scene_io.create_armature(result.rig, f"{obj.name} Rig", collection)
-    arm["kirin_template"] = result.family
-    arm["kirin_fit_quality"] = result.quality
-    names = list(result.rig.names)
-    scene_io.write_vertex_groups(obj, names, result.weights.joint_indices, result.weights.joint_weights)
-    counts = write_masks(obj, result.weights)
-    modifier = obj.modifiers.new("Armature", "ARMATURE")
-    modifier.object = arm
-    world = obj.matrix_world.copy()
-    obj.parent = arm
-    obj.matrix_parent_inverse = arm.matrix_world.inverted()
-    obj.matrix_world = world
+    with SceneChange(context.scene) as change:
+        change.keep_vertex_groups(obj)
+        change.keep_modifiers(obj)
+        change.keep_parent(obj)
+        arm = scene_io.create_armature(result.rig, f"{obj.name} Rig", collection)
+        arm["kirin_template"] = result.family
+        arm["kirin_fit_quality"] = result.quality
+        names = list(result.rig.names)
+        scene_io.write_vertex_groups(obj, names, result.weights.joint_indices, result.weights.joint_weights)
+        counts = write_masks(obj, result.weights)
+        modifier = obj.modifiers.new("Armature", "ARMATURE")
+        modifier.object = arm
+        world = obj.matrix_world.copy()
+        obj.parent = arm
+        obj.matrix_parent_inverse = arm.matrix_world.inverted()
+        obj.matrix_world = world
     return arm, counts
 
 
@@ -144,8 +150,8 @@ class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
     def _finish(self, context, task: BindTask, result: BindResult) -> set[str]:
         try:
             arm, counts = write_bind(context, task.request, result)
-        except (scene_io.SceneError, ValueError) as exc:
-            self.report({"ERROR"}, str(exc))
+        except Exception as exc:  # noqa: BLE001 — taken back already: say why, change nothing
+            self.report({"ERROR"}, write_failure(exc))
             return {"CANCELLED"}
         chamfer = result.chamfer.get("mean")
         last_bind.clear()
@@ -216,18 +222,25 @@ def write_transfer(context, request: TransferInput, result: TransferResult) -> d
         weights = result.targets[name]
         if obj is None or obj.type != "MESH" or len(obj.data.vertices) != weights.joint_indices.shape[0]:
             raise scene_io.SceneError(f"The mesh '{name}' changed during the transfer; run it again.")
-    for name in request.targets:
-        obj, weights = bpy.data.objects[name], result.targets[name]
-        used = sorted(set(weights.joint_indices[weights.joint_weights > 0].tolist()))
-        scene_io.write_vertex_groups(obj, result.groups, weights.joint_indices, weights.joint_weights,
-                                     only=used)
-        counts = write_masks(obj, weights)
-        if armature is not None and not any(m.type == "ARMATURE" and m.object for m in obj.modifiers):
-            modifier = obj.modifiers.new("Armature", "ARMATURE")
-            modifier.object = armature
-        out[name] = {**counts, "vertices": int(weights.joint_indices.shape[0]), "groups": len(used),
-                     "stats": weights.stats}
+    with SceneChange(context.scene) as change:
+        for name in request.targets:
+            change.keep_vertex_groups(bpy.data.objects[name])
+            change.keep_modifiers(bpy.data.objects[name])
+        for name in request.targets:
+            out[name] = _write_target(bpy.data.objects[name], result.groups, result.targets[name], armature)
     return out
+
+
+def _write_target(obj: bpy.types.Object, groups: list[str], weights: WeightSet, armature) -> dict:
+    """One target's transferred groups and masks (and the source's Armature modifier where it has none)."""
+    used = sorted(set(weights.joint_indices[weights.joint_weights > 0].tolist()))
+    scene_io.write_vertex_groups(obj, groups, weights.joint_indices, weights.joint_weights, only=used)
+    counts = write_masks(obj, weights)
+    if armature is not None and not any(m.type == "ARMATURE" and m.object for m in obj.modifiers):
+        modifier = obj.modifiers.new("Armature", "ARMATURE")
+        modifier.object = armature
+    return {**counts, "vertices": int(weights.joint_indices.shape[0]), "groups": len(used),
+            "stats": weights.stats}
 
 
 class KIRIN_OT_transfer_weights(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
@@ -252,8 +265,8 @@ class KIRIN_OT_transfer_weights(NeedsActiveMesh, BackendOperator, bpy.types.Oper
     def _finish(self, context, task: TransferTask, result: TransferResult) -> set[str]:
         try:
             counts = write_transfer(context, task.request, result)
-        except (scene_io.SceneError, ValueError) as exc:
-            self.report({"ERROR"}, str(exc))
+        except Exception as exc:  # noqa: BLE001 — taken back already: say why, change nothing
+            self.report({"ERROR"}, write_failure(exc))
             return {"CANCELLED"}
         inpainted = sum(c["inpainted"] for c in counts.values())
         fallback = sum(c["fallback"] for c in counts.values())

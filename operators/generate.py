@@ -30,6 +30,7 @@ from ..kirin_addon.generate.request import EMPTY_PROMPT, MAX_FRAMES, GenerateReq
 from . import nla, scene_io
 from .common import BackendOperator, BackendTask, CharacterInput, connect, start_task
 from .retarget import NeedsArmature, target_frame
+from .scene_change import SceneChange, show_frames, write_failure
 
 NAME_LIMIT = 63  # bytes in a Blender ID name
 # Magic numbers of the image files a reference image may be (the backend decodes them).
@@ -228,28 +229,33 @@ def action_names(request: GenerateInput) -> list[str]:
 
 
 def write_results(context, task: GenerationTask, result: GenerationResult, set_frame_range: bool = True):
-    """The variants as new Actions: the first active, the others muted NLA takes. Returns them."""
+    """The variants as new Actions: the first active, the others muted NLA takes. Returns them. Every
+    variant is checked before anything is written, and a failure part-way takes it all back."""
     request = task.request
     generation = request.generation
     arm, rig = request.armature_to_write("while generating")
     motions = task.motions(result)
+    for motion in motions:
+        scene_io.keyed_locations(rig, motion)
     names = action_names(request)
     actions = [None] * len(motions)
     track_name = context.scene.kirin.nla_track or "Kirin"
-    # The takes first (each pushed into its own muted track), the first variant last: it stays active.
-    for k in list(range(1, len(motions))) + [0]:
-        action = scene_io.write_action(arm, rig, motions[k], names[k], frame_start=request.frame_start)
-        if generation.loop:
-            action.use_frame_range = True
-            action.use_cyclic = True
-        action["kirin_prompt"] = generation.prompt or ""
-        action["kirin_seed"] = int(result.variants[k].seed)
-        actions[k] = action
-        if k > 0:
-            track, _ = nla.push_action_to_track(arm, f"{track_name} {names[k].removeprefix('Kirin: ')}")
-            track.mute = True
-    if set_frame_range:
-        context.scene.frame_end = request.frame_start + generation.frames - 1
+    with SceneChange(context.scene) as change:
+        change.keep_animation(arm)
+        # The takes first (each pushed into its own muted track), the first variant last: it stays active.
+        for k in list(range(1, len(motions))) + [0]:
+            action = scene_io.write_action(arm, rig, motions[k], names[k], frame_start=request.frame_start)
+            if generation.loop:
+                action.use_frame_range = True
+                action.use_cyclic = True
+            action["kirin_prompt"] = generation.prompt or ""
+            action["kirin_seed"] = int(result.variants[k].seed)
+            actions[k] = action
+            if k > 0:
+                track, _ = nla.push_action_to_track(arm, f"{track_name} {names[k].removeprefix('Kirin: ')}")
+                track.mute = True
+        if set_frame_range:
+            show_frames(context.scene, request.frame_start, generation.frames)
     return actions
 
 
@@ -317,8 +323,8 @@ class KIRIN_OT_generate_motion(NeedsArmature, BackendOperator, bpy.types.Operato
     def _finish(self, context, task: GenerationTask, result: GenerationResult) -> set[str]:
         try:
             actions = write_results(context, task, result)
-        except (scene_io.SceneError, ValueError) as exc:
-            self.report({"ERROR"}, str(exc))
+        except Exception as exc:  # noqa: BLE001 — taken back already: say why, change nothing
+            self.report({"ERROR"}, write_failure(exc))
             return {"CANCELLED"}
         last_run.clear()
         last_run.update(report_of(task, result, actions))

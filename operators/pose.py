@@ -36,6 +36,7 @@ from . import scene_io
 from .common import connect
 from .properties import WALK_METHODS
 from .retarget import target_frame
+from .scene_change import SceneChange, write_failure
 
 NAME_LIMIT = 63  # bytes in a Blender ID name
 RANGE_FRAMES_PER_ACTION = 500  # keyed frames of each action its joint ranges are measured on
@@ -478,9 +479,9 @@ class KIRIN_OT_pose_space_drag(PoseModeArmature, bpy.types.Operator):
         target = inverse[:3, :3] @ np.array(self.target, np.float64) + inverse[:3, 3]
         try:
             session.move(target)
-        except ERRORS as exc:
+        except Exception as exc:  # noqa: BLE001 — whatever failed, the pose goes back
             session.restore()
-            self.report({"ERROR"}, f"Pose Space Drag failed, the pose is as it was: {exc}")
+            self.report({"ERROR"}, f"Pose Space Drag failed, the pose is as it was: {write_failure(exc)}")
             return {"CANCELLED"}
         level, text = finish_report(session)
         self.report(level, text)
@@ -551,9 +552,9 @@ class KIRIN_OT_project_pose(PoseModeArmature, bpy.types.Operator):
             request = PoseProjectRequest(request_pose, targets, strength=_strength(self, context),
                                          relative=False, ranges=ranges)
             result = connect(context).project_pose(request_rig, request, scene.mesh)
-            scene_io.write_pose(arm, rig, scene.from_answer(result.motion, pose))
-        except ERRORS as exc:
-            self.report({"ERROR"}, str(exc))
+            write_answer(context, arm, rig, scene.from_answer(result.motion, pose), key=False)
+        except Exception as exc:  # noqa: BLE001 — the pose is back as it was: say why
+            self.report({"ERROR"}, write_failure(exc))
             return {"CANCELLED"}
         _report_change(self, f"Pose projected keeping {len(joints)} bone(s)", result,
                        time.perf_counter() - started)
@@ -582,16 +583,28 @@ class KIRIN_OT_sample_pose(AnyModeArmature, bpy.types.Operator):
                 arm, pose, context.scene.kirin.pose_keep_ranges)
             request = PoseSampleRequest(request_pose, count=1, seed=int(seed), ranges=ranges)
             result = connect(context).sample_poses(request_rig, request, scene.mesh)
-            scene_io.write_pose(arm, rig, scene.from_answer(result.motion, pose))
             keyed = context.scene.tool_settings.use_keyframe_insert_auto
-            if keyed:
-                scene_io.key_pose(arm, rig, context.scene.frame_current)
-        except ERRORS as exc:
-            self.report({"ERROR"}, str(exc))
+            write_answer(context, arm, rig, scene.from_answer(result.motion, pose), key=keyed)
+        except Exception as exc:  # noqa: BLE001 — the pose is back as it was: say why
+            self.report({"ERROR"}, write_failure(exc))
             return {"CANCELLED"}
         _report_change(self, f"Pose #{seed} sampled" + (" and keyed" if keyed else ""), result,
                        time.perf_counter() - started)
         return {"FINISHED"}
+
+
+def write_answer(context, arm: bpy.types.Object, rig, pose: Motion, key: bool) -> None:
+    """Put the backend's pose on the armature (and key it at the current frame when Auto-Keying is on);
+    a failure part-way puts the pose and the keys back."""
+    frame = context.scene.frame_current
+    with SceneChange(context.scene) as change:
+        change.keep_pose(arm)
+        change.keep_animation(arm)
+        if key:
+            change.keep_keys(arm, frame)
+        scene_io.write_pose(arm, rig, pose)
+        if key:
+            scene_io.key_pose(arm, rig, frame)
 
 
 def walk_name(action_name: str) -> str:
@@ -649,9 +662,12 @@ class KIRIN_OT_walk_between_keys(AnyModeArmature, bpy.types.Operator):
             if poses.translations is not None:
                 keep.translations[offsets] = poses.translations
             walked, change = pin_frames(walked, keep, offsets)
-            new = scene_io.write_action(arm, rig, walked, walk_name(action.name), frame_start=first)
-        except ERRORS as exc:
-            self.report({"ERROR"}, str(exc))
+            scene_io.keyed_locations(rig, walked)
+            with SceneChange(context.scene) as undo:
+                undo.keep_animation(arm)
+                new = scene_io.write_action(arm, rig, walked, walk_name(action.name), frame_start=first)
+        except Exception as exc:  # noqa: BLE001 — the scene is back as it was: say why
+            self.report({"ERROR"}, write_failure(exc))
             return {"CANCELLED"}
         self.report({"INFO"}, f"'{new.name}': {walked.frame_count} frames through {keys.size} {which} in "
                     f"{time.perf_counter() - started:.1f} s (keys met within {change['degrees']:.1f}°); "

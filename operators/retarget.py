@@ -9,10 +9,12 @@ import bpy
 from bpy.props import BoolProperty, StringProperty
 
 from ..kirin_addon.core.canonical import detect_canonical_frame
+from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.io.files import file_world_matrix, load_motion_file
 from ..kirin_addon.retarget.joint_mapping import auto_map_joints
 from ..kirin_addon.retarget.retargeter import retarget
 from . import scene_io
+from .scene_change import SceneChange, write_failure
 
 
 def _axis(value: str) -> str | None:
@@ -45,6 +47,21 @@ def store_mapping(arm: bpy.types.Object, mapping: dict, source_path: str) -> Non
         item.name = target_name
         item.source = mapping.get(target_name) or ""
     settings.joint_map_source = source_path
+
+
+def keep_joint_map(change, arm: bpy.types.Object) -> None:
+    """Record the armature's stored joint map so that `change` can put it back."""
+    settings = arm.kirin
+    items, source = [(item.name, item.source) for item in settings.joint_map], settings.joint_map_source
+
+    def restore() -> None:
+        settings.joint_map.clear()
+        for name, bone in items:
+            item = settings.joint_map.add()
+            item.name, item.source = name, bone
+        settings.joint_map_source = source
+
+    change.on_undo(restore)
 
 
 def _canonical_pair(arm, rig, source_rig, source_path: str):
@@ -137,17 +154,33 @@ class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        action = scene_io.write_action(arm, rig, result.motion.continuous(), f"{clip_name} → {arm.name}",
-                                       frame_start=scene.frame_start)
-        if mapping is None:  # show the automatic map in the panel, ready to edit
-            store_mapping(arm, result.mapping, self.filepath or scene.kirin.motion_file)
-        if self.set_frame_range:
-            scene.frame_end = scene.frame_start + result.motion.frame_count - 1
+        try:
+            action = self._write(context, arm, rig, result, clip_name, mapping is None)
+        except Exception as exc:  # noqa: BLE001 — taken back already: say why, change nothing
+            self.report({"ERROR"}, write_failure(exc))
+            return {"CANCELLED"}
         for warning in result.warnings:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, f"'{action.name}': {result.motion.frame_count} frames, {result.mapped_count}/"
                     f"{rig.joint_count} bones driven, {time.perf_counter() - started:.2f} s")
         return {"FINISHED"}
+
+
+    def _write(self, context, arm, rig: Rig, result, clip_name: str, show_map: bool):
+        """The retargeted Action (and, when no map was stored, the automatic one shown in the panel)."""
+        scene = context.scene
+        motion = result.motion.continuous()
+        scene_io.keyed_locations(rig, motion)
+        with SceneChange(scene) as change:
+            change.keep_animation(arm)
+            action = scene_io.write_action(arm, rig, motion, f"{clip_name} → {arm.name}",
+                                           frame_start=scene.frame_start)
+            if show_map:  # ready to edit
+                keep_joint_map(change, arm)
+                store_mapping(arm, result.mapping, self.filepath or scene.kirin.motion_file)
+            if self.set_frame_range:  # asked for: the range becomes the clip's
+                scene.frame_end = scene.frame_start + motion.frame_count - 1
+        return action
 
 
 class KIRIN_OT_clear_joint_map(bpy.types.Operator):

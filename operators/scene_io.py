@@ -339,18 +339,11 @@ def _add_fcurve(channelbag, path: str, index: int, group, frames: np.ndarray, va
     fcurve.update()
 
 
-def write_action(obj: bpy.types.Object, rig: Rig, motion: Motion, name: str, frame_start: int = 1):
-    """Write a Motion as a NEW Action on the armature: rotations for every bone, location on roots."""
+def keyed_locations(rig: Rig, motion: Motion) -> tuple[np.ndarray, np.ndarray]:
+    """((T,J,3) the `location` channels an Action of `motion` keys, (J,) which bones get them);
+    SceneError when the motion moves a connected bone (Blender would ignore that location). Checked
+    before anything is written."""
     motion.check_rig(rig)
-    pose_bones = obj.pose.bones
-    if [pb.name for pb in pose_bones] != rig.names and set(pb.name for pb in pose_bones) != set(rig.names):
-        raise SceneError(f"The motion was made for another rig than '{obj.name}'.")
-    # Channels the Action does not key keep whatever the pose had: reset them to rest.
-    count = len(pose_bones)
-    pose_bones.foreach_set("location", np.zeros(count * 3, dtype=np.float32))
-    pose_bones.foreach_set("scale", np.ones(count * 3, dtype=np.float32))
-    action, channelbag = new_action(obj, name)
-    frames = frame_start + np.arange(motion.frame_count, dtype=np.float64)
     locations = np.zeros((motion.frame_count, rig.joint_count, 3))
     if motion.translations is not None:
         locations[:] = motion.translations
@@ -360,6 +353,20 @@ def write_action(obj: bpy.types.Object, rig: Rig, motion: Motion, name: str, fra
     if np.any(moves & rig.connected):
         names = ", ".join(rig.names[j] for j in np.flatnonzero(moves & rig.connected)[:3])
         raise SceneError(f"The motion moves connected bones ({names}); Blender ignores their location.")
+    return locations, moves
+
+
+def write_action(obj: bpy.types.Object, rig: Rig, motion: Motion, name: str, frame_start: int = 1):
+    """Write a Motion as a NEW Action on the armature: rotations for every bone, location on roots and on
+    the bones the motion moves, and the rest value of any other location or scale that another action
+    of the armature keys. The channels no action animates keep what the user's pose has."""
+    pose_bones = obj.pose.bones
+    if [pb.name for pb in pose_bones] != rig.names and set(pb.name for pb in pose_bones) != set(rig.names):
+        raise SceneError(f"The motion was made for another rig than '{obj.name}'.")
+    locations, moves = keyed_locations(rig, motion)
+    elsewhere = set().union(*(keyed_channels(a, obj) for a in armature_actions(obj)))
+    action, channelbag = new_action(obj, name)
+    frames = frame_start + np.arange(motion.frame_count, dtype=np.float64)
     for j, bone_name in enumerate(rig.names):
         pose_bone = pose_bones[bone_name]
         group = channelbag.groups.new(bone_name)
@@ -370,6 +377,14 @@ def write_action(obj: bpy.types.Object, rig: Rig, motion: Motion, name: str, fra
             for c in range(3):
                 _add_fcurve(channelbag, _bone_path(bone_name, "location"), c, group, frames,
                             locations[:, j, c])
+        # A channel another clip animates is keyed at rest (one key holds): else the take would play
+        # with whatever that clip left there (an imported walk's scales, a run's leg offsets).
+        still = [("location", 0.0)] if not moves[j] and not rig.connected[j] else []
+        for still_prop, value in still + [("scale", 1.0)]:
+            if (bone_name, still_prop) in elsewhere:
+                for c in range(3):
+                    _add_fcurve(channelbag, _bone_path(bone_name, still_prop), c, group, frames[:1],
+                                np.array([value]))
     action.frame_range = (frames[0], frames[-1]) if len(frames) > 1 else (frames[0], frames[0] + 1)
     return action
 
@@ -425,14 +440,20 @@ def armature_actions(obj: bpy.types.Object) -> list:
     return found
 
 
-def keyed_rotations(action, obj: bpy.types.Object, rig: Rig) -> np.ndarray:
-    """(J,) bool: the bones whose rotation the action keys (in any rotation mode)."""
+def keyed_channels(action, obj: bpy.types.Object) -> set[tuple[str, str]]:
+    """(bone name, property) of every bone channel the action keys ("location", "rotation_euler"…)."""
     bag = action_channelbag(action, obj)
-    names = set()
+    out = set()
     for fcurve in (bag.fcurves if bag is not None else ()):
         match = _BONE_PATH.match(fcurve.data_path)
-        if match is not None and match["prop"].startswith("rotation_"):
-            names.add(_unescape(match["bone"]))
+        if match is not None:
+            out.add((_unescape(match["bone"]), match["prop"]))
+    return out
+
+
+def keyed_rotations(action, obj: bpy.types.Object, rig: Rig) -> np.ndarray:
+    """(J,) bool: the bones whose rotation the action keys (in any rotation mode)."""
+    names = {bone for bone, prop in keyed_channels(action, obj) if prop.startswith("rotation_")}
     return np.array([name in names for name in rig.names], dtype=bool)
 
 
@@ -508,6 +529,7 @@ def _motion_from_basis(rig: Rig, rotations: np.ndarray, locations: np.ndarray, f
     roots = rig.roots
     locations[:, roots] -= np.einsum("rba,tb->tra", rig.rest[roots, :3, :3], offset)
     locations[:, main] = 0.0
+    locations[:, rig.connected] = 0.0  # Blender ignores the location of connected bones
     translations = locations if np.any(np.abs(locations) > 1e-12) else None
     return Motion(fps, root_positions, quat_normalize(rotations), translations)
 
@@ -554,7 +576,6 @@ def read_pose(obj: bpy.types.Object, rig: Rig, fps: float | None = None) -> Moti
     scale = np.linalg.norm(linear, axis=-2, keepdims=True)  # matrix_basis = T·R·S: columns carry S
     rotations = matrix_to_quat(linear / np.where(scale > 1e-12, scale, 1.0))
     locations = basis[:, :3, 3].copy()
-    locations[rig.connected] = 0.0  # Blender ignores the location of connected bones
     scene = bpy.context.scene
     fps = fps or scene.render.fps / scene.render.fps_base
     return _motion_from_basis(rig, rotations[None], locations[None], fps)

@@ -29,6 +29,7 @@ from .common import BackendOperator, BackendTask, CharacterInput, connect, start
 from .generate import NAME_LIMIT
 from .properties import SILHOUETTE_ITEMS
 from .retarget import NeedsArmature
+from .scene_change import SceneChange, show_frames, write_failure
 
 # What the last finished extraction made (the `kirin extract` report reads it).
 last_extract: dict = {}
@@ -190,13 +191,17 @@ def write_result(context, task: VideoTask, result: ExtractResult, set_frame_rang
     request = task.request
     arm, rig = request.armature_to_write("during the extraction")
     motion = task.motion(result)
-    action = scene_io.write_action(arm, rig, motion, action_name(request), frame_start=request.frame_start)
-    extraction = request.extraction
-    action["kirin_video"] = extraction.video
-    stop = -1 if extraction.stop is None else extraction.stop
-    action["kirin_video_frames"] = [extraction.start, stop, extraction.stride]  # 0-based start, stop, stride
-    if set_frame_range:
-        context.scene.frame_end = request.frame_start + motion.frame_count - 1
+    scene_io.keyed_locations(rig, motion)
+    with SceneChange(context.scene) as change:
+        change.keep_animation(arm)
+        action = scene_io.write_action(arm, rig, motion, action_name(request),
+                                       frame_start=request.frame_start)
+        extraction = request.extraction
+        action["kirin_video"] = extraction.video
+        stop = -1 if extraction.stop is None else extraction.stop
+        action["kirin_video_frames"] = [extraction.start, stop, extraction.stride]  # 0-based, stop, stride
+        if set_frame_range:
+            show_frames(context.scene, request.frame_start, motion.frame_count)
     return action
 
 
@@ -263,8 +268,8 @@ class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Opera
     def _finish(self, context, task: VideoTask, result: ExtractResult) -> set[str]:
         try:
             action = write_result(context, task, result)
-        except (scene_io.SceneError, ValueError) as exc:
-            self.report({"ERROR"}, str(exc))
+        except Exception as exc:  # noqa: BLE001 — taken back already: say why, change nothing
+            self.report({"ERROR"}, write_failure(exc))
             return {"CANCELLED"}
         last_extract.clear()
         last_extract.update(report_of(task, result, action))

@@ -32,6 +32,9 @@ def pytest_unconfigure(config) -> None:
     that thread for ever (seen after the Movie Clip tests: every test passed, the process never ended,
     and CI's `timeout` would turn the pass into a failure)."""
     if "bpy" in sys.modules and _exit_status:
+        from kirin.kirin_addon.io.scratch import remove_scratch_folders
+
+        remove_scratch_folders()  # os._exit skips atexit
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_exit_status[-1])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ import addon_utils
 import bpy
 import numpy as np
 
+from ...kirin_addon.io.scratch import scratch_folder
 from .. import scene_io
 
 REPO_NAME = "kirin_dev"
@@ -76,8 +76,12 @@ def _raise(exc: BaseException) -> None:
 
 def enable_extension(root: Path = ROOT) -> str:
     """Register `root` as a local extension repository and enable Kirin from it; returns the module."""
-    parent = Path(tempfile.mkdtemp(prefix="kirin-ext-"))
-    (parent / "kirin").symlink_to(root, target_is_directory=True)
+    parent = scratch_folder("kirin-ext-")  # one per process, removed at exit
+    link = parent / "kirin"
+    if link.is_symlink() and link.resolve() != Path(root).resolve():
+        link.unlink()
+    if not link.is_symlink():
+        link.symlink_to(root, target_is_directory=True)
     repos = bpy.context.preferences.extensions.repos
     repos.new(name=REPO_NAME, module=REPO_NAME, custom_directory=str(parent), source="USER")
     module = f"bl_ext.{REPO_NAME}.kirin"

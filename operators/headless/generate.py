@@ -109,7 +109,7 @@ def run_generate(job: GenerateJob) -> dict:
         activate(arm)
         scene = bpy.context.scene
         scene.render.fps, scene.render.fps_base = job.fps, 1.0
-        scene.frame_start = 1
+        scene.frame_start = scene.frame_end = 1  # the job's own scene: the range grows to the clip
         with clock.lap("generate"):
             result = bpy.ops.kirin.generate_motion(
                 prompt=job.prompt, image=job.image or "", frames=job.frames, variants=job.variants,

@@ -81,7 +81,7 @@ def run_extract(job: ExtractJob) -> dict:
         headless.activate(arm)
         scene = bpy.context.scene
         scene.render.fps, scene.render.fps_base = job.fps, 1.0
-        scene.frame_start = 1
+        scene.frame_start = scene.frame_end = 1  # the job's own scene: the range grows to the clip
         options = _operator_options(job)
         with clock.lap("extract"):
             if bpy.ops.kirin.motion_from_video(**options) != {"FINISHED"}:

@@ -132,7 +132,7 @@ def test_generate_on_asset_rigs(gen, name):
     takes = [t for t in arm.animation_data.nla_tracks if t.strips and t.strips[0].action == second]
     assert len(takes) == 1 and takes[0].mute
     assert imported <= {a.name for a in bpy.data.actions}  # the file's own animations stay
-    assert bpy.context.scene.frame_end == FRAMES
+    assert bpy.context.scene.frame_end >= FRAMES  # grown to hold the clip, never shrunk
 
     assert_bone_lengths_exact(arm, rig, range(1, FRAMES + 1, 4))
     run = gen.last_run
@@ -172,6 +172,27 @@ def test_inbetweening_keeps_the_keyed_frames(creature):
     assert np.allclose(after[..., :3, :3], before[..., :3, :3], atol=2e-3)
     between = pose_matrices(arm, rig, (6,))
     assert np.all(np.isfinite(between))
+
+
+def test_inbetweening_keys_on_a_connected_bone(creature):
+    """The issue's reproduction: keys on a connected spine bone's location and rotation at frames 1 and
+    8. Blender ignores that location, and so does the request: before, the write failed ("moves
+    connected bones") and left an empty active action and a "#2" in a new NLA track behind."""
+    arm = creature
+    bone = next(b for b in arm.data.bones if b.use_connect and "spine" in b.name.lower()) \
+        if any(b.use_connect and "spine" in b.name.lower() for b in arm.data.bones) \
+        else next(b for b in arm.data.bones if b.use_connect)
+    pose_bone = arm.pose.bones[bone.name]
+    pose_bone.rotation_mode = "QUATERNION"
+    for frame, turn in ((1, 0.0), (8, 0.3)):
+        pose_bone.location = (0.0, 0.02 * frame, 0.0)
+        pose_bone.rotation_quaternion = (np.cos(turn / 2), np.sin(turn / 2), 0.0, 0.0)
+        pose_bone.keyframe_insert("location", frame=frame)
+        pose_bone.keyframe_insert("rotation_quaternion", frame=frame)
+    assert generate(prompt="a dog walking", frames=8, inbetween=True, variants=2) == {"FINISHED"}
+    action = arm.animation_data.action
+    assert action.name == "Kirin: a dog walking" and action.frame_range[1] == 8
+    assert len(scene_io.action_channelbag(action, arm).fcurves) > 0
 
 
 def test_inbetweening_without_keys_is_refused(creature):

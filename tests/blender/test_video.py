@@ -129,7 +129,8 @@ def test_extract_writes_a_new_action_keeps_the_old_and_undoes(creature, files, k
     action = arm.animation_data.action
     assert action.name == "Kirin: walk.mp4" and action["kirin_video"] == os.path.abspath(files["video"])
     # Video frames 0, 2, ... 10: a 12 fps clip of 5/12 s, 13 frames at the scene's 30 fps.
-    assert tuple(action.frame_range) == (1.0, 13.0) and bpy.context.scene.frame_end == 13
+    assert tuple(action.frame_range) == (1.0, 13.0)
+    assert bpy.context.scene.frame_end == 250  # the user's range: grown to hold a clip, never shrunk
     assert old.name in bpy.data.actions and old.use_fake_user  # the previous action is kept
     bag = scene_io.action_channelbag(action, arm)
     keyed = {fc.data_path.split('"')[1] for fc in bag.fcurves}
