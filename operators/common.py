@@ -72,6 +72,12 @@ def connect(context=None) -> BackendClient:
     (started now on first use; a dead one is replaced)."""
     options = backend_options(context)
     if options["url"]:
+        if not BackendClient(options["url"], "").is_local and not bpy.app.online_access:
+            raise BackendError(
+                f"The backend URL {options['url']} is on another machine and Blender's online access is "
+                "off: allow it (Preferences > System > Network), or clear the URL to use a backend on this "
+                "computer."
+            )
         return ensure_backend(url=options["url"], token_file=options["token_file"])
     python = options["python"]
     if not python:

@@ -352,6 +352,7 @@ def _no_deform(arm):
     ("absurd frames", "Frames must be", {"frames": 10_000_000}),
     ("zero variants", "Variants must be", {"variants": 0}),
     ("no backend python", "does not exist", {}),
+    ("remote backend, offline", "online access is off", {}),
 ])
 def test_bad_input_is_refused_and_changes_nothing(creature, gen, tmp_path, case, match, options):
     if case == "no armature":
@@ -360,6 +361,9 @@ def test_bad_input_is_refused_and_changes_nothing(creature, gen, tmp_path, case,
         _no_deform(creature)
     if case == "no backend python":
         bpy.context.preferences.addons[MODULE].preferences.backend_python = str(tmp_path / "nope" / "python")
+    if case == "remote backend, offline":  # nothing is sent to another machine unless Blender may go online
+        bpy.context.preferences.system.use_online_access = False
+        bpy.context.preferences.addons[MODULE].preferences.backend_url = "http://192.0.2.7:8765"
     if options.get("image") == "TEXT":
         text = tmp_path / "notes.png"
         text.write_text("this is not a picture")
