@@ -25,7 +25,7 @@ import bpy
 import numpy as np
 
 from ..kirin_addon.backend.client import BackendClient, BackendJob
-from ..kirin_addon.backend.process import ensure_backend
+from ..kirin_addon.backend.process import ensure_backend, local_folders
 from ..kirin_addon.backend.results import BackendError, JobCancelledError
 from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.core.skinning import SkinnedMesh
@@ -67,9 +67,22 @@ def backend_options(context=None) -> dict:
     return options
 
 
-def connect(context=None) -> BackendClient:
+def readable_folders(context=None, files: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The folders a local backend may read request files from: the user's home and the temporary
+    folder, the .blend file's folder, the preferences' "Readable folders", and the folders of `files`
+    (what this request names: the user picked them)."""
+    prefs = preferences(context)
+    extra = [bpy.path.abspath(f.strip()) for f in (getattr(prefs, "backend_folders", "") or "").split(";")]
+    named = [os.path.dirname(os.path.abspath(bpy.path.abspath(f))) for f in files if f]
+    blend = [os.path.dirname(bpy.data.filepath)] if bpy.data.filepath else []
+    folders = [*local_folders(), *blend, *(f for f in extra if f), *named]
+    return tuple(dict.fromkeys(str(Path(f).resolve()) for f in folders if os.path.isdir(f)))
+
+
+def connect(context=None, files: tuple[str, ...] = ()) -> BackendClient:
     """A client of a working backend: the URL of a running one, else the one this Blender started
-    (started now on first use; a dead one is replaced)."""
+    (started now on first use; a dead one is replaced, and so is one that may not read the folders of
+    `files`, the files this request names)."""
     options = backend_options(context)
     if options["url"]:
         if not BackendClient(options["url"], "").is_local and not bpy.app.online_access:
@@ -88,7 +101,8 @@ def connect(context=None) -> BackendClient:
     if not os.path.isfile(python):
         raise BackendError(f"The backend Python {python} does not exist: fix it in the add-on preferences.")
     extra = {"threads": options["threads"]} if options["threads"] else {}
-    return ensure_backend(python, device=options["device"], **extra)
+    return ensure_backend(python, device=options["device"], allow_dirs=readable_folders(context, files),
+                          **extra)
 
 
 # ----------------------------------------------------------------------------- the character a job is about

@@ -180,6 +180,13 @@ class VideoTask(BackendTask):
         return result.motion.transformed(np.linalg.inv(self.request.to_canonical))
 
 
+def named_files(extraction: ExtractRequest) -> tuple[str, ...]:
+    """The files and folders the backend is to read for this extraction (the local backend may read
+    their folders: the user picked them)."""
+    masks = extraction.silhouettes if extraction.silhouettes not in ("background", "none") else None
+    return tuple(str(p) for p in (extraction.video, extraction.keypoints, masks) if p)
+
+
 # ----------------------------------------------------------------------------- writing
 def action_name(request: VideoInput) -> str:
     text = f"Kirin: {os.path.basename(request.extraction.video)}"
@@ -261,9 +268,11 @@ class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Opera
                                 for name, value in panel.items()})
 
     def _start(self, context) -> VideoTask | None:
-        return start_task(
-            self, lambda: VideoTask(connect(context), read_request(context, self._settings(context)))
-        )
+        def make() -> VideoTask:
+            request = read_request(context, self._settings(context))
+            return VideoTask(connect(context, named_files(request.extraction)), request)
+
+        return start_task(self, make)
 
     def _finish(self, context, task: VideoTask, result: ExtractResult) -> set[str]:
         try:

@@ -30,6 +30,11 @@ class KirinPreferences(bpy.types.AddonPreferences):
     )
     backend_threads: IntProperty(name="CPU threads", default=0, min=0, max=256,
                                  description="Threads a local backend may use (0: its default)")
+    backend_folders: StringProperty(
+        name="Readable folders", description="More folders a local backend may read videos, keypoints and "
+        "masks from, separated by ';'. Always readable: your home, the temporary folder, the .blend file's "
+        "folder and the folders of the files a request names",
+    )
 
     def draw(self, context):
         layout = self.layout
@@ -38,6 +43,7 @@ class KirinPreferences(bpy.types.AddonPreferences):
         row = col.row(align=True)
         row.prop(self, "backend_device")
         row.prop(self, "backend_threads")
+        col.prop(self, "backend_folders")
         col = layout.column(heading="Remote backend")
         col.prop(self, "backend_url")
         sub = col.column()

@@ -38,7 +38,7 @@ from ..core.skinning import SkinnedMesh
 from ..generate.request import GenerateRequest
 from ..pose.request import PoseProjectRequest, PoseSampleRequest, PoseWalkRequest
 from ..video.request import SILHOUETTE_SOURCES, ExtractRequest
-from .protocol import API, generate_to_json
+from .protocol import API, MAX_IMAGE_BYTES, generate_to_json
 from .protocol_bind import bind_to_json, transfer_to_json
 from .protocol_pose import (
     UNKNOWN_MESH_KEY_STATUS,
@@ -62,6 +62,7 @@ from .results import (
 )
 
 STOPPED = "The Kirin backend stopped"
+FORGET_TIMEOUT = 2.0  # seconds a job's deletion may take (it is given up on: nothing waits for it)
 
 
 class StartedProcess(Protocol):
@@ -178,19 +179,11 @@ class BackendClient:
 
     def generate(self, rig: Rig, request: GenerateRequest, mesh: SkinnedMesh | None = None) -> GenerationJob:
         """Queue Generate Motion on `rig` (and its skinned `mesh`); returns at once with the job to
-        poll. A reference image given by path is sent as that path to a backend on this machine and
-        as the file's bytes to one elsewhere."""
+        poll. A reference image given by path travels as the file's bytes: the backend reads no file
+        outside the folders it was allowed, on this machine or elsewhere."""
         image = request.image
         if isinstance(image, str | os.PathLike):
-            if self.is_local:
-                image = str(Path(image).resolve())
-            else:
-                try:
-                    image = Path(image).read_bytes()
-                except OSError as exc:
-                    raise BackendError(
-                        f"Cannot read the reference image {image}: {exc.strerror or exc}"
-                    ) from None
+            image = _image_bytes(Path(image))
         status = self.submit(generate_to_json(rig, replace(request, image=image), mesh))
         return GenerationJob(self, str(status["id"]), rig.joint_count, int(request.frames),
                              int(request.variants), JobStatus.from_json(status))
@@ -312,22 +305,36 @@ class BackendClient:
         path = f"/jobs/{urllib.parse.quote(job_id)}{suffix}"
         return JobStatus.from_json(self.request("GET", path, timeout=timeout + max(wait, 0.0)))
 
-    def result(self, job_id: str, keep: bool = False) -> dict[str, Any]:
-        """The raw result body (removed on the backend unless `keep`)."""
-        suffix = "?keep=true" if keep else ""
-        return self.request("GET", f"/jobs/{urllib.parse.quote(job_id)}/result{suffix}")
+    def result(self, job_id: str) -> dict[str, Any]:
+        """The raw result body (kept on the backend until deleted or expired: it may be fetched again)."""
+        return self.request("GET", f"/jobs/{urllib.parse.quote(job_id)}/result")
 
     def cancel(self, job_id: str) -> JobStatus:
+        """Cancel the job and keep it on the backend (its status can still be asked for)."""
         return JobStatus.from_json(self.request("POST", f"/jobs/{urllib.parse.quote(job_id)}/cancel", {}))
 
-    def delete(self, job_id: str) -> JobStatus:
-        return JobStatus.from_json(self.request("DELETE", f"/jobs/{urllib.parse.quote(job_id)}"))
+    def delete(self, job_id: str, timeout: float | None = None) -> JobStatus:
+        """Cancel the job if it has not finished and remove it from the backend, its result too."""
+        path = f"/jobs/{urllib.parse.quote(job_id)}"
+        return JobStatus.from_json(self.request("DELETE", path, timeout=timeout))
 
     def jobs(self) -> list[JobStatus]:
         return [JobStatus.from_json(j) for j in self.request("GET", "/jobs")]
 
     def shutdown(self) -> None:
         self.request("POST", "/shutdown", {}, timeout=10.0)
+
+
+def _image_bytes(path: Path) -> bytes:
+    """A reference image file's bytes, refused past the size a request may carry."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_IMAGE_BYTES:
+            raise BackendError(f"The reference image {path.name} is {size / 2**20:.0f} MiB; at most "
+                               f"{MAX_IMAGE_BYTES // 2**20} MiB.")
+        return path.read_bytes()
+    except OSError as exc:
+        raise BackendError(f"Cannot read the reference image {path}: {exc.strerror or exc}") from None
 
 
 class BackendJob:
@@ -351,6 +358,8 @@ class BackendJob:
         self.title = title or self.title
         self.status = status or JobStatus("queued", 0.0, "queued")
         self._result: Any = None
+        self._forgotten = False  # deleted on the backend (fetched, cancelled or given up)
+        self._given_up: BackendError | None = None  # the poll error that ended this job
 
     @property
     def finished(self) -> bool:
@@ -358,35 +367,59 @@ class BackendJob:
 
     def poll_once(self, wait: float = 0.0, timeout: float = 5.0) -> JobStatus:
         """One status request. `wait` 0 (a modal operator's timer) answers at once; `wait` > 0
-        blocks up to that long, returning as soon as the job finishes."""
-        self.status = self.client.status(self.id, wait=wait, timeout=timeout)
+        blocks up to that long, returning as soon as the job finishes. A job this client cancelled
+        answers "cancelled" without asking; a poll that fails gives the job up (it is deleted on the
+        backend, when the backend still answers) and raises, then and at every later poll."""
+        if self._given_up is not None:
+            raise self._given_up
+        if self._forgotten:
+            return self.status
+        try:
+            self.status = self.client.status(self.id, wait=wait, timeout=timeout)
+        except BackendError as exc:
+            self._given_up = exc
+            self._forget()
+            raise
         return self.status
 
     def result(self) -> Any:
-        """The decoded result of a done job (fetched once, then kept here); a failed job raises
-        BackendError with its message, a cancelled one JobCancelledError."""
+        """The decoded result of a done job (fetched once, then kept here, and deleted on the
+        backend); a failed job raises BackendError with its message, a cancelled one
+        JobCancelledError."""
         if self._result is not None:
             return self._result
-        if self.status.state == "failed":
-            # Fetching a failed job's result answers its error and removes it from the backend.
-            try:
-                self.client.result(self.id)
-            except BackendError as exc:
-                raise BackendError(
-                    exc.message if exc.status == 422 else (self.status.error or exc.message), exc.status
-                ) from None
-            raise BackendError(self.status.error or f"{self.title} failed.")
         if self.status.state == "cancelled":
+            self._forget()
             raise JobCancelledError(f"{self.title} was cancelled.")
+        if self.status.state == "failed":
+            error = self._failure()
+            self._forget()
+            raise error
         try:
             payload = self.client.result(self.id)
         except BackendError as exc:
-            if exc.status == 409 and "cancelled" in exc.message:
+            if exc.status == 409 and "cancelled" not in exc.message:
+                raise  # not finished yet: the job goes on
+            self._forget()
+            if exc.status == 409:
                 raise JobCancelledError(f"{self.title} was cancelled.", 409) from None
             raise
-        self._result = self.decode(payload)
+        try:
+            self._result = self.decode(payload)
+        finally:
+            self._forget()
         self.status = JobStatus("done", 1.0, "done")
         return self._result
+
+    def _failure(self) -> BackendError:
+        """A failed job's error, as its result answers it (a 422 with the message)."""
+        try:
+            self.client.result(self.id)
+        except BackendError as exc:
+            return BackendError(
+                exc.message if exc.status == 422 else (self.status.error or exc.message), exc.status
+            )
+        return BackendError(self.status.error or f"{self.title} failed.")
 
     def wait(
         self,
@@ -394,8 +427,8 @@ class BackendJob:
         on_progress: Callable[[JobStatus], None] | None = None,
         interval: float = 0.5,
     ) -> Any:
-        """Block until the job ends and return its result; on timeout the job is cancelled. Long
-        polls of `interval` seconds: the end is seen at once, progress every `interval`."""
+        """Block until the job ends and return its result; on timeout the job is cancelled (and
+        deleted). Long polls of `interval` seconds: the end is seen at once, progress every `interval`."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = interval if deadline is None else min(interval, max(deadline - time.monotonic(), 0.0))
@@ -405,13 +438,24 @@ class BackendJob:
             if status.finished:
                 return self.result()
             if deadline is not None and time.monotonic() >= deadline:
-                with contextlib.suppress(BackendError):
-                    self.cancel()
+                self.cancel()
                 raise BackendError(f"{self.title} did not finish within {timeout:.0f} s (cancelled).")
 
     def cancel(self) -> JobStatus:
-        self.status = self.client.cancel(self.id)
+        """Cancel the job and delete it on the backend (Esc, a time-out): nothing of it stays there.
+        From then on this job is "cancelled"; a backend that is gone has nothing left to cancel."""
+        if not self.status.finished:
+            self.status = JobStatus("cancelled", self.status.progress, "cancelled")
+        self._forget()
         return self.status
+
+    def _forget(self) -> None:
+        """Delete the job on the backend, once; a backend that does not answer has nothing to keep."""
+        if self._forgotten:
+            return
+        self._forgotten = True
+        with contextlib.suppress(BackendError):
+            self.client.delete(self.id, timeout=FORGET_TIMEOUT)
 
 
 class GenerationJob(BackendJob):

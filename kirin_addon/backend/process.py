@@ -36,6 +36,7 @@ class BackendProcess:
         self.token = token
         self.folder = folder  # private (0700): token file, URL file, log
         self.key = key
+        self.allow_dirs: tuple[str, ...] | None = None  # the folders it may read request files from
         self.client = BackendClient(url, token, process=self)
 
     @property
@@ -95,17 +96,26 @@ def _child_env(env: dict[str, str] | None) -> dict[str, str]:
     return out
 
 
+def local_folders() -> tuple[str, ...]:
+    """The folders a backend this add-on starts may read request files from (videos, keypoints, mask
+    folders): the user's home and the temporary folder (where Blender and tools leave renders)."""
+    folders = (Path.home(), Path(tempfile.gettempdir()))
+    return tuple(dict.fromkeys(str(folder.resolve()) for folder in folders))
+
+
 @dataclass(frozen=True)
 class BackendLaunch:
     """How to run `kirin serve`: the device and CPU threads it uses, where it listens (port 0: a free
-    one), more arguments for it, and the command (None: `python -m SERVE_MODULE` of the backend's
-    Python, or e.g. the `kirin` entry point), environment (None: this one, cleaned of Blender's
-    Python settings) and folder it runs in."""
+    one), the folders it may read request files from (None: `local_folders()`), more arguments for
+    it, and the command (None: `python -m SERVE_MODULE` of the backend's Python, or e.g. the `kirin`
+    entry point), environment (None: this one, cleaned of Blender's Python settings) and folder it
+    runs in."""
 
     device: str = "auto"
     host: str = "127.0.0.1"
     port: int = 0
     threads: int = 0
+    allow_dirs: Sequence[str] | None = None
     extra_args: Sequence[str] = ()
     command: Sequence[str] | None = None
     env: dict[str, str] | None = None
@@ -135,6 +145,8 @@ class BackendLaunch:
         ]
         if self.threads:
             args += ["--threads", str(self.threads)]
+        for folder in local_folders() if self.allow_dirs is None else self.allow_dirs:
+            args += ["--allow-dir", str(folder)]
         return args + list(self.extra_args)
 
 
@@ -250,23 +262,44 @@ def ensure_backend(
         client = BackendClient(url, token)
         client.health()
         return client
+    wanted = options.pop("allow_dirs", None)
     key = (str(python_executable or sys.executable), device, tuple(sorted(options.items())))
     with _current_lock:
         if _current is not None:
-            if _current.alive and _current.key == key:
+            held = _current.allow_dirs
+            if _current.alive and _current.key == key and _covers(held, wanted):
                 try:
                     _current.client.health()
                     return _current.client
                 except BackendError:
                     pass
+            if wanted is not None and held is not None:  # the new one reads what the old one did, and more
+                wanted = tuple(dict.fromkeys([*held, *wanted]))
             _current.stop(timeout=5.0)
             _current = None
-        _current = start_backend(python_executable, BackendLaunch(device=device, **options), timeout=timeout)
+        launch = BackendLaunch(device=device, allow_dirs=wanted, **options)
+        _current = start_backend(python_executable, launch, timeout=timeout)
         _current.key = key
+        _current.allow_dirs = local_folders() if wanted is None else tuple(wanted)
         if not _atexit_registered:
             atexit.register(stop_backend)
             _atexit_registered = True
         return _current.client
+
+
+def _covers(held: tuple[str, ...] | None, wanted: tuple[str, ...] | None) -> bool:
+    """Whether a backend allowed to read `held` (None: `local_folders()`) may read every folder of
+    `wanted` (None: the same default)."""
+    held = local_folders() if held is None else held
+    wanted = local_folders() if wanted is None else wanted
+    return all(any(_inside(w, h) for h in held) for w in wanted)
+
+
+def _inside(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # another drive (Windows), or a relative path beside an absolute one
+        return False
 
 
 def current_backend() -> BackendProcess | None:

@@ -31,6 +31,7 @@ MAX_PROMPT = 2000  # characters
 MAX_IMAGE_BYTES = 64 * 1024 * 1024  # a reference image file sent as its bytes
 MAX_ELEMENTS = 64_000_000  # per array: refuse before allocating anything absurd
 MAX_DIMS = 8
+MIN_FPS, MAX_FPS = 0.1, 1000.0  # frame rates a request may give (slower would make absurd lengths)
 MAX_MAGNITUDE = 1e12  # larger float values are garbage, and their squares would overflow float32 maths
 # Wire dtypes and their explicit little-endian numpy forms.
 DTYPES: dict[str, str] = {"float32": "<f4", "float64": "<f8", "int32": "<i4", "int64": "<i8", "uint8": "|u1"}
@@ -136,17 +137,6 @@ def _flags(obj: Any, what: str, count: int) -> np.ndarray | None:
     if not isinstance(obj, list) or len(obj) != count or not all(isinstance(v, bool) for v in obj):
         raise ProtocolError(f"{what}: expected {count} true/false values.")
     return np.array(obj, dtype=bool)
-
-
-def _finite_number(obj: Any, what: str, low: float, high: float) -> float:
-    if (
-        isinstance(obj, bool)
-        or not isinstance(obj, int | float)
-        or not math.isfinite(obj)
-        or not low < obj <= high
-    ):
-        raise ProtocolError(f"{what}: expected a number in ({low:g}, {high:g}], got {obj!r}.")
-    return float(obj)
 
 
 def whole_number(value: Any, what: str, low: int, high: int) -> int:
@@ -261,7 +251,7 @@ def motion_to_json(motion: Motion, dtype: str = "float32") -> dict[str, Any]:
 def motion_from_json(obj: Any, joints: int, frames: int | None = None, what: str = "motion") -> Motion:
     if not isinstance(obj, dict):
         raise ProtocolError(f"{what}: expected an object.")
-    fps = _finite_number(obj.get("fps"), f"{what}.fps", 0.0, 1000.0)
+    fps = bounded_number(obj.get("fps"), f"{what}.fps", MIN_FPS, MAX_FPS, low_inclusive=True)
     rotations = decode_array(obj.get("rotations"), f"{what}.rotations", (frames, joints, 4))
     count = rotations.shape[0]
     if count == 0:
@@ -326,15 +316,17 @@ def generate_from_json(body: dict[str, Any]) -> tuple[Rig, SkinnedMesh | None, G
     variants = whole_number(body.get("variants", 1), "variants", 1, MAX_VARIANTS)
     seed = whole_number(body.get("seed", 0), "seed", 0, MAX_SEED)
     fps = body.get("fps")
-    fps = None if fps is None else bounded_number(fps, "fps", 0.0, 1000.0)
+    fps = None if fps is None else bounded_number(fps, "fps", MIN_FPS, MAX_FPS, low_inclusive=True)
     guidance = body.get("guidance")
     if guidance is not None:
         guidance = bounded_number(guidance, "guidance", 0.0, 100.0, low_inclusive=True)
     rig = rig_from_json(body.get("rig"))
     mesh = None if body.get("mesh") is None else mesh_from_json(body["mesh"], rig.joint_count)
     keep, keep_frames = _keep_from_json(body.get("keep"), rig, frames)
-    request = GenerateRequest(prompt, image, frames, fps, seed, variants, guidance, keep, keep_frames,
-                              bool(body.get("loop", False)))
+    loop = body.get("loop", False)
+    if not isinstance(loop, bool):
+        raise ProtocolError(f"loop: expected true or false, got {type(loop).__name__}.")
+    request = GenerateRequest(prompt, image, frames, fps, seed, variants, guidance, keep, keep_frames, loop)
     return rig, mesh, request
 
 

@@ -7,7 +7,6 @@ they are read (backend/server/video.py). numpy and the standard library only.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,10 @@ from ..core.rig import Rig
 from ..core.skinning import SkinnedMesh
 from ..video.request import MAX_EPOCHS, ExtractRequest
 from .protocol import (
+    MAX_FPS,
+    MIN_FPS,
     ProtocolError,
+    bounded_number,
     decode_array,
     encode_array,
     mesh_from_json,
@@ -28,6 +30,7 @@ from .protocol import (
 MAX_TRACKS = 512  # Movie Clip tracks one request may carry
 MAX_TRACK_FRAMES = 1_000_000  # video frames a track may cover
 MAX_VIDEO_FRAMES = 20_000  # frames one extraction may fit (after start/stop/stride)
+MAX_VIDEO_INDEX = 10**9  # the largest video frame number a request may name
 
 
 def extract_to_json(rig: Rig, request: ExtractRequest, mesh: SkinnedMesh | None = None) -> dict[str, Any]:
@@ -75,8 +78,8 @@ def extract_from_json(body: dict[str, Any]) -> tuple[Rig, SkinnedMesh | None, Ex
     rig = rig_from_json(body.get("rig"))
     mesh = None if body.get("mesh") is None else mesh_from_json(body["mesh"], rig.joint_count)
     video = _path(body.get("video_path"), "video file")
-    start = _whole(body, "start", 0, 0, 10**9)
-    stop = _whole(body, "stop", None, 1, 10**9)
+    start = _whole(body, "start", 0, 0, MAX_VIDEO_INDEX)
+    stop = _whole(body, "stop", None, 1, MAX_VIDEO_INDEX)
     stride = _whole(body, "stride", 1, 1, 10**6)
     if stop is not None and stop <= start:
         raise ProtocolError(f"The frame range is empty: stop ({stop}) must be after start ({start}).")
@@ -90,15 +93,13 @@ def extract_from_json(body: dict[str, Any]) -> tuple[Rig, SkinnedMesh | None, Ex
     if mediapipe is not False and mediapipe is not True:
         raise ProtocolError("mediapipe: expected true or false.")
     fps = body.get("fps")
-    if fps is not None and (isinstance(fps, bool) or not isinstance(fps, int | float)
-                            or not math.isfinite(fps) or not 0 < fps <= 1000):
-        raise ProtocolError(f"fps: expected a frame rate in (0, 1000], got {fps!r}.")
+    fps = None if fps is None else bounded_number(fps, "fps", MIN_FPS, MAX_FPS, low_inclusive=True)
     epochs = _whole(body, "epochs", None, 1, MAX_EPOCHS)
     idm = body.get("idm", False)
     if not isinstance(idm, bool):
         raise ProtocolError("idm: expected true or false.")
-    request = ExtractRequest(video, start, stop, stride, keypoints, tracks, silhouettes,
-                             None if fps is None else float(fps), epochs, idm, mediapipe)
+    request = ExtractRequest(video, start, stop, stride, keypoints, tracks, silhouettes, fps, epochs, idm,
+                             mediapipe)
     return rig, mesh, request
 
 

@@ -28,7 +28,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--pose-model", dest="pose_model", help="pose prior folder (default: the shipped one)")
     serve.add_argument("--bank", default="default",
                        help="motion bank to retrieve from: 'default' (when built), a cache folder or 'none'")
-    serve.add_argument("--max-jobs", type=int, default=256, help="queued + unfetched jobs held at most")
+    serve.add_argument("--max-jobs", type=int, default=256,
+                       help="jobs queued, running or done and not yet fetched, at most")
+    serve.add_argument("--job-ttl", type=float, default=900.0,
+                       help="seconds a finished job (its result, a cancel, an error) is kept (default 900)")
+    serve.add_argument("--allow-dir", action="append", metavar="FOLDER",
+                       help="a folder whose files requests may name (videos, keypoints, masks, images); "
+                            "repeatable; default: none, a request then reads only what it uploads")
+    serve.add_argument("--max-connections", type=int, default=256,
+                       help="open client connections at most (fewer when the open-file limit is lower)")
     serve.add_argument("--parent-pid", type=int,
                        help="shut down when this process ends (the add-on's Blender)")
     serve.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))

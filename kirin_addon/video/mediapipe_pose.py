@@ -165,22 +165,25 @@ def detect_landmarks(frames: np.ndarray, python: str | None = None,
         source, result, done = (os.path.join(folder, n) for n in ("frames.npy", "landmarks.npz", "done.txt"))
         np.save(source, np.ascontiguousarray(frames, dtype=np.uint8))
         env = {**os.environ, "GLOG_minloglevel": "2", "TF_CPP_MIN_LOG_LEVEL": "2"}
-        process = subprocess.Popen([python, str(RUNNER), source, result, done], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, env=env)
-        started = time.monotonic()
-        try:
-            while process.poll() is None:
-                if timeout is not None and time.monotonic() - started > timeout:
-                    raise MediaPipeError(f"MediaPipe did not finish {len(frames)} frames within "
-                                         f"{timeout:.0f} s.")
-                if progress is not None:
-                    progress(_frames_done(done) / max(len(frames), 1))
-                time.sleep(0.1)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        errors = process.stderr.read().decode(errors="replace") if process.stderr else ""
+        # Its messages go to a file: a pipe nobody reads while it runs would fill and stall it.
+        with open(os.path.join(folder, "stderr.txt"), "w+b") as log:
+            process = subprocess.Popen([python, str(RUNNER), source, result, done],
+                                       stdout=subprocess.DEVNULL, stderr=log, env=env)
+            started = time.monotonic()
+            try:
+                while process.poll() is None:
+                    if timeout is not None and time.monotonic() - started > timeout:
+                        raise MediaPipeError(f"MediaPipe did not finish {len(frames)} frames within "
+                                             f"{timeout:.0f} s.")
+                    if progress is not None:
+                        progress(_frames_done(done) / max(len(frames), 1))
+                    time.sleep(0.1)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+            log.seek(max(log.seek(0, os.SEEK_END) - 4096, 0))  # the last lines say what went wrong
+            errors = log.read().decode(errors="replace")
         if process.returncode != 0 or not os.path.isfile(result):
             lines = [line.strip() for line in errors.splitlines() if line.strip()]
             last = lines[-1][-400:] if lines else "no message"  # the exception, not its traceback

@@ -320,7 +320,7 @@ class MotionModel:
             request.check()
         except GenerateRequestError as exc:
             raise GenerationError(str(exc)) from None
-        constructed = self._constructed(prepared, request, options)
+        constructed = self._constructed(prepared, request, options, progress)
         if constructed is not None:
             return constructed
         plan = self._plan(prepared, request, options)
@@ -335,10 +335,12 @@ class MotionModel:
         strength = max(retrieval.strength, KEEP_STRENGTH) if plan.inpaint is not None else retrieval.strength
         x0, strengths = self._sample(plan, options.sampler, noise, generator, init, strength, len(retrieved),
                                      progress)
-        features = self._decoded(plan, x0, request, strengths > 0, options.smooth)
+        features = self._decoded(plan, x0, request, strengths > 0, options.smooth, progress)
         seconds = time.perf_counter() - started
         results = []
         for v in range(request.variants):
+            if progress is not None:  # a cancel lands between variants too (it raises)
+                progress(1.0)
             report = {"seconds_model": seconds / request.variants}
             if retrieved:
                 found = retrieved[v % len(retrieved)]
@@ -354,7 +356,7 @@ class MotionModel:
         return results
 
     def _constructed(
-        self, prepared: PreparedRig, request: GenerateRequest, options: SamplingOptions
+        self, prepared: PreparedRig, request: GenerateRequest, options: SamplingOptions, progress=None
     ) -> list[Generated] | None:
         """Motion by construction (kirin_addon/generate/construct.py): the controllers on the rig's own
         legs, for a prompt whose every segment is a gait of the rig's family, or an idle or a jump alone;
@@ -373,6 +375,8 @@ class MotionModel:
             return None
         results = []
         for v in range(request.variants):
+            if progress is not None:  # reports, and raises once the job is cancelled
+                progress(v / request.variants)
             started = time.perf_counter()
             made = construct_motion(prepared.canon, prepared.rig, plan, request.frames, self.fps,
                                         int(request.seed) + v, prepared.mesh, roles)
@@ -505,7 +509,8 @@ class MotionModel:
         return x0, strengths
 
     def _decoded(
-        self, plan: _Plan, x0: torch.Tensor, request: GenerateRequest, sampled: np.ndarray, smooth: float
+        self, plan: _Plan, x0: torch.Tensor, request: GenerateRequest, sampled: np.ndarray, smooth: float,
+        progress=None,
     ) -> np.ndarray:
         """The sampled features cut to the request's frames and denormalised; the token seams of the
         variants the network made (`sampled`) smoothed, kept features exact."""
@@ -517,7 +522,10 @@ class MotionModel:
         if smooth > 0 and sampled.any():
             whole = None if inpaint is None else inpaint.mask[0, :frames].any(-1).all(-1)  # every joint kept
             kept = None if whole is None else np.flatnonzero(whole.numpy())
-            features[sampled] = smooth_in_time(features[sampled], smooth, kept, wrap=request.loop)
+            for v in np.flatnonzero(sampled):  # one variant at a time: a cancel lands between them
+                if progress is not None:
+                    progress(1.0)
+                features[v] = smooth_in_time(features[v:v + 1], smooth, kept, wrap=request.loop)[0]
             if inpaint is not None:  # kept joints of partly kept frames come back exact as well
                 mask = inpaint.mask[:, :frames].numpy()
                 values = (inpaint.values[:, :frames] * self.std + self.mean).numpy()

@@ -27,7 +27,8 @@ def backend(tmp_path_factory):
         pytest.skip("no shipped motion model")
     torch.set_num_threads(1)
     token_file = tmp_path_factory.mktemp("backend") / "token"
-    config = ServeConfig(token_file=token_file)
+    # The tests' files live under pytest's temporary folder: the one folder this backend may read.
+    config = ServeConfig(token_file=token_file, allow_dirs=(tmp_path_factory.getbasetemp(),))
     running = Backend(GenerationService(device="cpu", threads=1), config).start_in_thread()
     yield running
     running.stop()

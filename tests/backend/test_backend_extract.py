@@ -4,6 +4,7 @@ rig at the scene's frame rate; bad input → a clear 4xx and no job."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -159,10 +160,12 @@ def test_a_running_extraction_cancels(client, files, fake_fit):
     deadline = time.monotonic() + 60
     while job.poll_once(wait=0.2).state != "running" or job.status.progress < 0.2:
         assert not job.finished and time.monotonic() < deadline
-    job.cancel()
+    job.cancel()  # Esc: cancelled, and deleted on the backend
     with pytest.raises(JobCancelledError):
         job.wait(timeout=60)
-    client.delete(job.id)  # the backend is shared by the session: leave no job behind
+    with pytest.raises(BackendError) as info:
+        client.status(job.id)
+    assert info.value.status == 404
 
 
 def test_a_video_with_no_moving_subject_fails_the_job_clearly(client, files):
@@ -224,16 +227,18 @@ def test_mediapipe_is_refused_for_a_quadruped_or_without_its_environment(client,
 
 # ----------------------------------------------------------------------------- bad input: 4xx, no job
 @pytest.mark.parametrize("change, message", [
-    ({"video_path": "/nowhere/clip.mp4"}, "shared folder"),
+    ({"video_path": "/nowhere/clip.mp4"}, "video_path: the backend reads files only from the folders"),
+    ({"video_path": "MISSING"}, "does not exist"),
     ({"video_path": "BROKEN"}, "not a video"),
     ({"video_path": "EMPTY"}, "empty"),
     ({"start": 50}, "past its end"),
     ({"start": 5, "stop": 5}, "must be after"),
     ({"keypoints_path": "UNKNOWN"}, "match no bone"),
-    ({"keypoints_path": "/nowhere/k.csv"}, "not on the backend's machine"),
+    ({"keypoints_path": "/nowhere/k.csv"}, "keypoints_path: the backend reads files only from the folders"),
     ({"tracks": "UNKNOWN"}, "no bone named 'wing'"),
     ({"silhouettes": "none", "keypoints_path": None}, "No evidence"),
-    ({"silhouettes": "/nowhere/masks"}, "mask images"),
+    ({"silhouettes": "/nowhere/masks"}, "the backend reads files only from the folders"),
+    ({"silhouettes": "EMPTY_FOLDER"}, "holds no PNG mask images"),
     ({"epochs": 0}, "epochs"),
     ({"stride": 0}, "stride"),
 ])
@@ -247,6 +252,11 @@ def test_bad_requests_get_a_clear_4xx_and_no_job(client, files, tmp_path, change
     if change.get("video_path") == "EMPTY":
         (tmp_path / "empty.mp4").write_bytes(b"")
         change = {"video_path": str(tmp_path / "empty.mp4")}
+    if change.get("video_path") == "MISSING":
+        change = {"video_path": str(tmp_path / "none.mp4")}  # in an allowed folder: it may say so
+    if change.get("silhouettes") == "EMPTY_FOLDER":
+        (tmp_path / "no_masks").mkdir()
+        change = {"silhouettes": str(tmp_path / "no_masks")}
     if change.get("keypoints_path") == "UNKNOWN":
         bad = tmp_path / "bad.csv"
         bad.write_text("frame,joint,x,y,confidence\n0,wing,1,2,1\n")
@@ -303,6 +313,7 @@ def test_mutated_extract_requests_are_refused_or_accepted_never_crash(files):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
+    from kirin.kirin_addon.backend.server.files import AllowedFiles
     from kirin.kirin_addon.backend.server.routes_video import ExtractIn
     from kirin.kirin_addon.backend.server.video import ExtractService
     from kirin.kirin_addon.library.families.build import build_creature
@@ -315,7 +326,7 @@ def test_mutated_extract_requests_are_refused_or_accepted_never_crash(files):
                | st.text(max_size=12) | st.sampled_from([files["still"], files["broken"], "/", "~", "none"]))
     values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                           | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
-    service = ExtractService()
+    service = ExtractService(AllowedFiles([os.path.dirname(files["video"])]))
 
     @settings(max_examples=200, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
@@ -328,3 +339,19 @@ def test_mutated_extract_requests_are_refused_or_accepted_never_crash(files):
             pass
 
     check()
+
+
+def test_mediapipe_s_messages_never_stall_it_and_its_last_one_is_told(tmp_path):
+    """The child's stderr went to a pipe nobody read while it ran: past the pipe's 64 KiB the child
+    blocked on its next message, and the job waited for the time-out."""
+    from kirin.kirin_addon.video.mediapipe_pose import MediaPipeError, detect_landmarks
+
+    chatty = tmp_path / "python"
+    chatty.write_text("#!/bin/sh\nhead -c 1000000 /dev/zero | tr '\\\\0' 'w' >&2\n"
+                      "echo >&2\necho 'RuntimeError: no GPU context' >&2\nexit 3\n")
+    chatty.chmod(0o755)
+    started = time.monotonic()
+    with pytest.raises(MediaPipeError) as info:
+        detect_landmarks(np.zeros((2, 8, 8, 3), np.uint8), python=str(chatty), timeout=60)
+    assert "exit 3" in str(info.value) and "no GPU context" in str(info.value)
+    assert time.monotonic() - started < 30  # it ended by itself, not by the time-out

@@ -21,36 +21,19 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402 - schemathesis
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
 from mutation_support import json_paths, replaced  # noqa: E402
+from stub_support import stub_backend  # noqa: E402
 
 from kirin.kirin_addon.backend.protocol import generate_to_json  # noqa: E402
-from kirin.kirin_addon.backend.server.app import Backend, ServeConfig  # noqa: E402
-from kirin.kirin_addon.backend.server.generate import GenerationService  # noqa: E402
 from kirin.kirin_addon.generate.request import GenerateRequest  # noqa: E402
 
 MAX_EXAMPLES = 20
 SKIPPED = ("/v1/shutdown",)  # would end the run; covered in test_backend_process.py
 
 
-class StubService(GenerationService):
-    """Checks requests like the real service; runs nothing."""
-
-    def load(self) -> None:
-        self.model = object()
-
-    def info(self) -> dict:
-        return {"model_loaded": True, "device": "cpu", "backend": "stub"}
-
-    def work(self, job):
-        return lambda report: {"frames": job.frames, "variants": []}
-
-
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory):
-    config = ServeConfig(token_file=tmp_path_factory.mktemp("fuzz") / "token")
-    backend = Backend(StubService(bank="none"), config)
-    backend.start_in_thread()
-    yield backend
-    backend.stop()
+    with stub_backend(tmp_path_factory.mktemp("fuzz")) as backend:
+        yield backend
 
 
 def _operations(backend):
@@ -168,3 +151,93 @@ def _get(value, path):
     for key in path:
         value = value[key]
     return value
+
+
+# ----------------------------------------------------------------------------- numeric edges
+# Every number of every request, set to each edge: zero, negative, tiny, huge, beyond int64, NaN and
+# the infinities (JSON's NaN/Infinity tokens), and values of another type. Nothing gets a 5xx, and
+# a value outside a field's range or type is refused (422).
+EDGES = (0, -1, 1e-310, -1e-310, 1e308, -1e308, 2**63, -(2**63) - 1, 10**30, float("nan"), float("inf"),
+         float("-inf"), 0.5, "10", True)
+
+
+def _bodies(tmp_path) -> dict[str, dict]:
+    import numpy as np
+    from test_backend_files import small_rig
+
+    from kirin.kirin_addon.backend.protocol_bind import bind_to_json, transfer_to_json
+    from kirin.kirin_addon.backend.protocol_pose import (
+        pose_project_to_json,
+        pose_sample_to_json,
+        pose_walk_to_json,
+    )
+    from kirin.kirin_addon.backend.protocol_video import extract_to_json
+    from kirin.kirin_addon.bind.request import BindRequest, TransferRequest
+    from kirin.kirin_addon.core.motion import Motion
+    from kirin.kirin_addon.pose.request import PoseProjectRequest, PoseSampleRequest, PoseWalkRequest
+    from kirin.kirin_addon.video.request import ExtractRequest
+
+    rig = small_rig()
+    pose, keys = Motion.rest(rig, 1, 30.0), Motion.rest(rig, 3, 30.0)
+    vertices = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+    triangles = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
+    video = tmp_path / "clip.mp4"
+    video.write_bytes(b"not a video")
+    options = {"max_distance": 0.1, "max_angle": 30.0, "surface_tolerance": 0.01, "smooth_iterations": 2,
+               "max_influences": 4, "k": 3}
+    return {
+        "/v1/jobs/generate": generate_to_json(rig, GenerateRequest(
+            "a walk", frames=8, fps=24.0, guidance=2.0, keep=Motion.rest(rig, 8, 24.0), keep_frames=[0, 1])),
+        "/v1/jobs/extract": extract_to_json(rig, ExtractRequest(video, start=1, stop=5, stride=2, fps=24.0,
+                                                                epochs=3)),
+        "/v1/pose/project": pose_project_to_json(rig, PoseProjectRequest(pose, {1: [0.3, 0, 0.2]}, pins=[2],
+                                                                         strength=0.5)),
+        "/v1/pose/sample": pose_sample_to_json(rig, PoseSampleRequest(pose, count=2, seed=3)),
+        "/v1/pose/walk": pose_walk_to_json(rig, PoseWalkRequest(keys, [4, 4])),
+        "/v1/jobs/transfer": transfer_to_json(TransferRequest(
+            vertices, triangles, ["a"], np.zeros((4, 1), np.int64), np.ones((4, 1)),
+            [("t", vertices, triangles)], options)),
+        "/v1/jobs/bind": bind_to_json(BindRequest(vertices, triangles, options=options)),
+    }
+
+
+def _numbers(value, path=()):
+    """The places of a body that hold a number (not inside an array's base64)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _numbers(item, path + (key,))
+    elif isinstance(value, list) and len(value) <= 8:
+        for i, item in enumerate(value):
+            yield from _numbers(item, path + (i,))
+
+
+@pytest.mark.slow
+def test_every_number_at_its_edges_is_refused_or_accepted_never_a_server_error(tmp_path):
+    with stub_backend(tmp_path, allow_dirs=(tmp_path,)) as backend:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        headers = {"Authorization": f"Bearer {backend.token}", "Content-Type": "application/json"}
+        seen, failures = collections.Counter(), []
+        for route, valid in _bodies(tmp_path).items():
+            places = list(_numbers(valid))
+            assert places, route
+            for place in places:
+                for edge in EDGES:
+                    body = json.dumps(replaced(valid, place, edge)).encode()  # NaN → NaN, inf → Infinity
+                    request = urllib.request.Request(backend.url + route, body, headers, method="POST")
+                    try:
+                        with opener.open(request, timeout=30) as response:
+                            status = response.status
+                    except urllib.error.HTTPError as exc:
+                        status = exc.code
+                    seen[status] += 1
+                    if status >= 500 and status != 503:  # 503: no pose prior in this backend
+                        failures.append((route, place, edge, status))
+                    if isinstance(edge, str | bool) or edge != edge or abs(edge) == float("inf"):
+                        if status not in (409, 422, 503):  # 409 only for an unknown mesh key
+                            failures.append((route, place, edge, status))
+        assert failures == []
+        assert seen[422] > 300, seen

@@ -28,7 +28,7 @@ def queue():
     q.stop()
 
 
-def test_jobs_run_in_order_and_results_are_kept_until_fetched(queue):
+def test_jobs_run_in_order_and_results_are_kept_until_deleted(queue):
     order = []
 
     def work(tag):
@@ -45,8 +45,10 @@ def test_jobs_run_in_order_and_results_are_kept_until_fetched(queue):
     assert order == list(range(5))
     status = queue.status(ids[2])
     assert status["progress"] == 1.0 and status["has_result"]
-    assert queue.take_result(ids[2], remove=False) == {"tag": 2}
+    # A dropped download loses nothing: the result is there until the job is deleted.
     assert queue.take_result(ids[2]) == {"tag": 2}
+    assert queue.take_result(ids[2]) == {"tag": 2}
+    queue.delete(ids[2])
     with pytest.raises(JobError) as info:
         queue.status(ids[2])
     assert info.value.status == 404 and "Unknown job" in info.value.message
@@ -116,11 +118,11 @@ def test_failures_carry_their_message(queue):
     a, b = queue.submit(bad_input)["id"], queue.submit(bug)["id"]
     assert _wait(queue, a)["error"] == "The prompt is empty."
     assert "Internal error" in _wait(queue, b)["error"]
-    with pytest.raises(JobError) as info:
-        queue.take_result(a)
-    assert info.value.status == 422 and info.value.message == "The prompt is empty."
-    with pytest.raises(JobError):
-        queue.status(a)  # a failed job is gone once its error was fetched
+    for _ in range(2):  # the error can be fetched again, like a result
+        with pytest.raises(JobError) as info:
+            queue.take_result(a)
+        assert info.value.status == 422 and info.value.message == "The prompt is empty."
+    assert "oops" not in _wait(queue, b)["error"]  # an exception's text stays in the log
     assert queue.status(b)["state"] == "failed"  # the worker survived the bug
     assert _wait(queue, queue.submit(lambda report: 1)["id"])["state"] == "done"
 
@@ -168,3 +170,72 @@ def test_twenty_concurrent_submissions_all_complete(queue):
     for i, job_id in ids:
         assert _wait(queue, job_id)["state"] == "done"
         assert queue.take_result(job_id) == i * i
+
+
+# ----------------------------------------------------------------------------- expiry and the limit
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_finished_jobs_expire_after_their_time_to_live():
+    clock = Clock()
+    queue = JobQueue(max_jobs=8, ttl=60.0, clock=clock)
+    queue.start()
+    try:
+        done = queue.submit(lambda report: "result")["id"]
+        assert _wait(queue, done)["state"] == "done"
+        blocker = threading.Event()
+        running = queue.submit(lambda report: blocker.wait(10))["id"]
+        cancelled = queue.submit(lambda report: None)["id"]
+        queue.cancel(cancelled)
+        clock.now += 59.0
+        assert queue.take_result(done) == "result" and queue.status(cancelled)["state"] == "cancelled"
+        clock.now += 2.0
+        for job_id in (done, cancelled):
+            with pytest.raises(JobError) as info:
+                queue.status(job_id)
+            assert info.value.status == 404 and "60 s after it finished" in info.value.message
+        assert queue.status(running)["state"] == "running"  # a live job never expires
+        blocker.set()
+        assert _wait(queue, running)["state"] == "done"
+        assert [job["id"] for job in queue.list()] == [running]
+    finally:
+        queue.stop()
+
+
+def test_the_limit_counts_only_live_jobs():
+    queue = JobQueue(max_jobs=4)  # not started: jobs stay queued
+    ids = [queue.submit(lambda report: None)["id"] for _ in range(4)]
+    with pytest.raises(JobError) as info:
+        queue.submit(lambda report: None)
+    assert info.value.status == 429 and "4 jobs" in info.value.message
+    for job_id in ids:  # four Escs
+        queue.cancel(job_id)
+    fifth = queue.submit(lambda report: None)["id"]  # before: 429 until the cancelled jobs were deleted
+    assert queue.status(fifth)["state"] == "queued"
+    # Cancelled jobs past the limit make way: the oldest are forgotten, not the live ones.
+    for _ in range(50):
+        queue.cancel(queue.submit(lambda report: None)["id"])
+    counts = queue.counts()
+    assert counts["queued"] == 1 and counts["cancelled"] == 4
+    queue.stop()
+
+
+def test_a_done_job_counts_until_its_result_is_fetched():
+    small = JobQueue(max_jobs=2)
+    small.start()
+    try:
+        a, b = (small.submit(lambda report: "r")["id"] for _ in range(2))
+        _wait(small, a), _wait(small, b)
+        with pytest.raises(JobError) as info:
+            small.submit(lambda report: None)
+        assert info.value.status == 429
+        assert small.take_result(a) == "r"  # fetched: no longer counts, still there
+        c = small.submit(lambda report: "r")["id"]
+        assert _wait(small, c)["state"] == "done" and small.take_result(a) == "r"
+    finally:
+        small.stop()

@@ -147,3 +147,14 @@ def test_default_token_folder_is_private():
         pytest.skip("POSIX permissions")
     folder = default_token_file().parent
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and folder.stat().st_uid == os.getuid()
+
+
+def test_a_running_backend_is_kept_while_it_may_read_the_folders_asked_for(tmp_path) -> None:
+    """A request naming a file in a folder the running backend may read reuses it; one outside starts a
+    new backend allowed both (process._covers)."""
+    from kirin.kirin_addon.backend.process import _covers
+
+    inner, other = tmp_path / "clips" / "birds", tmp_path / "elsewhere"
+    assert _covers((str(tmp_path),), (str(inner),))
+    assert not _covers((str(tmp_path / "clips"),), (str(other),))
+    assert _covers((str(tmp_path / "clips"), str(other)), (str(inner), str(other)))

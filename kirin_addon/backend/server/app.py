@@ -9,11 +9,16 @@ token too).
 
 Endpoints (all JSON, under /v1): GET health, GET version, POST jobs/generate, jobs/transfer,
 jobs/bind and jobs/extract (a driving video → motion on the rig; the video is read from a path on the
-backend's machine) (202 + job status), GET jobs, GET jobs/{id}, GET jobs/{id}/result (removes it unless
-?keep=true), POST jobs/{id}/cancel, DELETE jobs/{id}, POST shutdown; Pose Space, synchronous (the
-answer is the result, no job): POST pose/project (a dragged pose projected onto plausible poses),
+backend's machine) (202 + job status), GET jobs, GET jobs/{id}, GET jobs/{id}/result (kept until
+deleted or expired), POST jobs/{id}/cancel, DELETE jobs/{id}, POST shutdown; Pose Space, synchronous
+(the answer is the result, no job): POST pose/project (a dragged pose projected onto plausible poses),
 pose/sample (plausible poses) and pose/walk (in-betweens through the pose space). Errors are
 `{"error": message, "status": code}` with a 4xx for anything a client did wrong.
+
+It reads only what a request uploads and files under the folders it was started to allow
+(`--allow-dir`; none by default), each no larger than its kind's cap (files.py). Finished jobs
+expire (`--job-ttl`). Bodies, request heads, idle connections and the number of connections are
+bounded (http_limits.py).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +46,15 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 
 from ...video.mediapipe_pose import find_mediapipe_python
 from ..protocol import PROTOCOL_VERSION
 from .bind import BindingService
+from .files import AllowedFiles, FileLimits
 from .generate import GenerationService, cuda_providers
-from .jobs import JobError, JobQueue
+from .http_limits import BodyGuard, HttpLimits, uvicorn_options
+from .jobs import DEFAULT_TTL, JobError, JobQueue
 from .pose import PoseService
 from .routes_bind import bind_router
 from .routes_generate import generate_router
@@ -57,7 +65,6 @@ from .video import ExtractService
 
 log = logging.getLogger("kirin.backend")
 
-MAX_BODY = 512 * 1024 * 1024  # bytes of one request (a dense mesh is a few tens of MB)
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -94,12 +101,8 @@ class TokenAuth:
                 "writes a new token file).",
             )
         else:
-            length = headers.get(b"content-length", b"0")
-            if length.isdigit() and int(length) > MAX_BODY:
-                response = _error(413, f"The request is {int(length)} bytes; at most {MAX_BODY}.")
-            else:
-                await self.app(scope, receive, send)
-                return
+            await self.app(scope, receive, send)
+            return
         await response(scope, receive, send)
 
 
@@ -133,15 +136,17 @@ def create_app(backend: Backend) -> FastAPI:
         description=__doc__,
         docs_url=None,
         redoc_url=None,
+        max_body_size=backend.http.max_body,  # counted as the bytes arrive, chunked bodies too
     )
-    app.add_middleware(TokenAuth, token=backend.token)
-    _add_error_handlers(app)
-    queue = backend.queue
-    app.include_router(jobs_router(queue, backend.health, backend.request_exit))
-    app.include_router(generate_router(backend.service, queue))
-    app.include_router(bind_router(backend.binding, queue))
-    app.include_router(extract_router(backend.extract, queue))
-    app.include_router(pose_router(backend.pose))
+    app.add_middleware(BodyGuard, limits=backend.http)
+    app.add_middleware(TokenAuth, token=backend.token)  # the outermost: nothing is read without it
+    _add_error_handlers(app, backend.http)
+    queue, rig_body = backend.queue, backend.http.max_rig_body
+    app.include_router(jobs_router(queue, backend.health, backend.request_exit), max_body_size=rig_body)
+    app.include_router(generate_router(backend.service, queue), max_body_size=rig_body)
+    app.include_router(bind_router(backend.binding, queue))  # whole meshes: the app's max_body
+    app.include_router(extract_router(backend.extract, queue), max_body_size=rig_body)
+    app.include_router(pose_router(backend.pose), max_body_size=rig_body)
 
     original = app.openapi
 
@@ -156,7 +161,7 @@ def create_app(backend: Backend) -> FastAPI:
     return app
 
 
-def _add_error_handlers(app: FastAPI) -> None:
+def _add_error_handlers(app: FastAPI, limits: HttpLimits) -> None:
     """Every error as `{"error": message, "status": code}`: a 4xx for what a client did wrong."""
 
     @app.exception_handler(JobError)
@@ -172,13 +177,18 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(422, _validation_message(exc))
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail))
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = str(exc.detail)
+        if exc.status_code == 413 and message == "Content Too Large":  # from Starlette's body limit
+            limit = request.scope.get(MAX_BODY_SIZE_SCOPE_KEY, limits.max_body)  # the route's own
+            message = f"The request's body is more than {limit:,} bytes, the most this request may be."
+        return _error(exc.status_code, message, exc.headers)
 
     @app.exception_handler(Exception)
     async def internal_error(_: Request, exc: Exception) -> JSONResponse:
         log.exception("request failed")
-        return _error(500, f"Internal error in the backend: {type(exc).__name__}: {exc}")
+        # The exception's text stays in the log: it may quote anything, a file's contents too.
+        return _error(500, f"Internal error in the backend ({type(exc).__name__}); its log has the details.")
 
 
 # ----------------------------------------------------------------------------- the process
@@ -277,8 +287,9 @@ class _Server(uvicorn.Server):
 @dataclass
 class ServeConfig:
     """Where and how a backend serves: its address (port 0: a free one), its token (None: a new random
-    one) and the private files it writes (token file None: a per-user default), its queue's size, the
-    process whose end ends it (the add-on's Blender), uvicorn's log level."""
+    one) and the private files it writes (token file None: a per-user default), its queue's size and
+    how long finished jobs are kept, the folders request paths may name and the caps on those files,
+    the HTTP side's limits, the process whose end ends it (the add-on's Blender), uvicorn's log level."""
 
     host: str = "127.0.0.1"
     port: int = 0
@@ -286,6 +297,10 @@ class ServeConfig:
     token_file: str | Path | None = None
     url_file: str | Path | None = None
     max_jobs: int = 256
+    job_ttl: float = DEFAULT_TTL
+    allow_dirs: tuple[str | Path, ...] = ()
+    file_limits: FileLimits = field(default_factory=FileLimits)
+    http: HttpLimits = field(default_factory=HttpLimits)
     parent_pid: int | None = None
     log_level: str = "warning"
 
@@ -297,15 +312,18 @@ class Backend:
         self, service: GenerationService, config: ServeConfig | None = None, pose: PoseService | None = None
     ):
         config = config or ServeConfig()
+        self.files = AllowedFiles(config.allow_dirs, config.file_limits)
+        self.http = config.http
         self.service = service
+        self.service.files = self.files
         self.binding = BindingService()
-        self.extract = ExtractService()
+        self.extract = ExtractService(self.files)
         # Pose Space embeds joint names with the motion model's text encoder (none while it loads).
         self.pose = pose or PoseService()
         if self.pose.encoder is None:
             self.pose.encoder = self._text_encoder
         self.token = config.token or secrets.token_urlsafe(32)
-        self.queue = JobQueue(config.max_jobs, setup=service.load)
+        self.queue = JobQueue(config.max_jobs, setup=service.load, ttl=config.job_ttl)
         self.started = time.time()
         self.host = config.host
         self.sock = _bind(config.host, config.port)
@@ -324,6 +342,7 @@ class Backend:
             log_config=None,
             lifespan="on",
             timeout_graceful_shutdown=5,
+            **uvicorn_options(config.http),
         )
         self.server = _Server(uvicorn_config, self._started)
         self._thread: threading.Thread | None = None
@@ -339,6 +358,7 @@ class Backend:
             "queue_length": queue.queue_length,
             "running": queue.running,
             "jobs": queue.counts(),
+            "job_ttl": queue.ttl,
             "pid": os.getpid(),
             "uptime": time.time() - self.started,
             "protocol": PROTOCOL_VERSION,
@@ -425,17 +445,26 @@ def serve(args: argparse.Namespace) -> int:
         raise ValueError(f"--port must be 0..65535, got {args.port}")
     if args.threads < 0 or args.max_jobs < 1:
         raise ValueError("--threads must be 0 or more and --max-jobs 1 or more")
+    if not args.job_ttl > 0 or args.max_connections < 1:
+        raise ValueError("--job-ttl must be more than 0 seconds and --max-connections 1 or more")
     service = GenerationService(args.model, device=args.device, bank=args.bank, threads=args.threads)
     if not (service.model_dir / "model.json").is_file():  # fail now rather than on the first job
         raise ValueError(f"No motion model at {service.model_dir} (model.json missing)")
     pose = PoseService(args.pose_model)  # missing: Pose Space answers 503, the rest works
+    allowed = tuple(args.allow_dir or ())
+    for folder in allowed:
+        if not os.path.isdir(os.path.expanduser(folder)):
+            raise ValueError(f"--allow-dir {folder}: no such folder")
     config = ServeConfig(host=args.host, port=args.port, token_file=args.token_file, url_file=args.url_file,
-                         max_jobs=args.max_jobs, parent_pid=args.parent_pid, log_level=args.log_level)
+                         max_jobs=args.max_jobs, job_ttl=args.job_ttl, allow_dirs=allowed,
+                         http=HttpLimits(max_connections=args.max_connections),
+                         parent_pid=args.parent_pid, log_level=args.log_level)
     backend = Backend(service, config, pose=pose)
     if args.host not in LOOPBACK:
         print(
             f"kirin serve: listening on {args.host}, beyond this machine: plain HTTP, the token is the "
-            "only guard; use a trusted network or an SSH tunnel.",
+            "only guard; use a trusted network or an SSH tunnel. Whoever has the token may have the "
+            f"backend read files under: {', '.join(backend.files.folders) or 'no folder'}.",
             file=sys.stderr,
         )
     print(f"Kirin backend listening on {backend.url} (token in {backend.token_file})", flush=True)

@@ -10,7 +10,9 @@ are imported only here and in `server`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import math
 import os
@@ -30,10 +32,13 @@ from ...core.rig import Rig
 from ...core.skinning import SkinnedMesh
 from ...generate.request import MAX_FRAMES, GenerateRequest
 from ..protocol import ProtocolError, encode_array, generate_from_json, motion_to_json
+from .files import AllowedFiles
+from .interruptible import InterruptibleDenoiser
 from .jobs import Report, UserError, Work
 
 DEVICES = ("auto", "cpu", "cuda")
 RIG_CACHE = 8  # prepared rigs kept: Generate Motion is usually run many times on one character
+MAX_IMAGE_PIXELS = 40_000_000  # a reference image's pixels decoded at most
 
 
 def cuda_providers() -> list[str]:
@@ -87,6 +92,7 @@ class GenerationService:
         self.bounds: dict[str, float] = dict(card.get("bounds", {}).get("per_clip", {}))
         self._rigs: OrderedDict[str, Any] = OrderedDict()
         self._rigs_lock = threading.Lock()
+        self.files = AllowedFiles()  # what image_path may name (the backend sets its allowed folders)
 
     # ------------------------------------------------------------------ model
     def load(self) -> None:
@@ -117,6 +123,7 @@ class GenerationService:
                 "onnxruntime-gpu or a CUDA build of torch, or use --device cpu."
             )
         _ = model.text_encoder  # load it now, not in the first job
+        model.runner = InterruptibleDenoiser(model.runner)  # a cancel stops a sampling step
         self.model = model
         self.load_seconds = time.perf_counter() - started
 
@@ -137,56 +144,45 @@ class GenerationService:
 
     # ------------------------------------------------------------------ check (HTTP thread)
     def check(self, body: dict[str, Any]) -> GenerateJob:
-        """A generate request's JSON body, checked and decoded; ProtocolError/RigError otherwise."""
+        """A generate request's JSON body, checked and decoded; ProtocolError/RigError otherwise.
+        What the job will cost (frames at the model's rate, kept keys resampled) is bounded here,
+        before anything costly is done."""
         rig, mesh, request = generate_from_json(body)
         fps = self.model_fps if request.fps is None else request.fps
         frames = request.frames
-        same_rate = abs(fps - self.model_fps) < 1e-6
-        model_frames = frames if same_rate else math.ceil((frames - 1) * self.model_fps / fps - 1e-9) + 1
+        model_frames = self._model_frames(frames, fps)
         if model_frames > MAX_FRAMES:
             raise ProtocolError(
                 f"{frames} frames at {fps:g} fps last {(frames - 1) / fps:.1f} s; the model makes at most "
                 f"{MAX_FRAMES} frames at {self.model_fps:g} fps ({(MAX_FRAMES - 1) / self.model_fps:.1f} s)."
             )
-        request = replace(request, fps=fps, image=self._image(request.image))
+        keep = request.keep
+        if keep is not None:
+            keep = keep.sliced(0, min(keep.frame_count, frames))  # later keys can never be kept
+            if self._model_frames(keep.frame_count, keep.fps) > MAX_FRAMES:
+                longest = (MAX_FRAMES - 1) / self.model_fps
+                raise ProtocolError(f"keep.motion: {keep.frame_count} frames at {keep.fps:g} fps last "
+                                    f"{(keep.frame_count - 1) / keep.fps:.1f} s; at most {longest:.1f} s.")
+        request = replace(request, fps=fps, image=self._image(request.image), keep=keep)
         keep, keep_frames = self._at_model_rate(request.keep, request.keep_frames)
         model_request = replace(request, frames=model_frames, fps=self.model_fps, keep=keep,
                                 keep_frames=keep_frames)
         return GenerateJob(request, model_request, rig, mesh, rig_key(rig, mesh))
 
-    def _image(self, image: str | bytes | None) -> np.ndarray | None:
-        """The reference image's pixels, read now (a path on this machine, or the file's bytes)."""
-        from ....models.encoders.image_files import load_image
+    def _model_frames(self, frames: int, fps: float) -> int:
+        """How many frames `frames` at `fps` are at the model's rate (fps is at least MIN_FPS: finite)."""
+        if abs(fps - self.model_fps) < 1e-6:
+            return frames
+        return math.ceil((frames - 1) * self.model_fps / fps - 1e-9) + 1
 
+    def _image(self, image: str | bytes | None) -> np.ndarray | None:
+        """The reference image's pixels, read now: the uploaded file's bytes, or a file under the
+        backend's allowed folders (no larger than its cap)."""
         if image is None:
             return None
-        if isinstance(image, bytes):
-            handle, name = tempfile.mkstemp(prefix="kirin-image-")
-            try:
-                with os.fdopen(handle, "wb") as file:
-                    file.write(image)
-                return self._read_image(load_image, name, "the uploaded file")
-            finally:
-                os.unlink(name)
-        try:
-            exists, is_file = Path(image).exists(), Path(image).is_file()
-        except (OSError, ValueError):  # embedded NUL, name too long...
-            exists = is_file = False
-        if not exists:
-            raise ProtocolError(f"The reference image {image} does not exist (on the backend's machine).")
-        if not is_file:
-            raise ProtocolError(f"The reference image {image} is not a file.")
-        return self._read_image(load_image, image, image)
-
-    @staticmethod
-    def _read_image(load_image, path: str, what: str) -> np.ndarray:
-        try:
-            return load_image(path)
-        except (ValueError, OSError) as exc:
-            # An upload is read from a temporary file: its name would only confuse.
-            raise ProtocolError(
-                f"Cannot use {what} as the reference image: {str(exc).replace(path, what)}"
-            ) from None
+        if isinstance(image, str):
+            image = self.files.read(image, "image", "image_path")
+        return _decoded_image(image)
 
     def _at_model_rate(
         self, motion: Motion | None, chosen: Any
@@ -216,11 +212,23 @@ class GenerationService:
         return prepared
 
     def run(self, job: GenerateJob, report: Report) -> dict[str, Any]:
+        """The job's motions and their metrics (worker thread); a cancel stops it between steps and
+        between the slices of each sampling step."""
+        if self.model is None:
+            raise UserError("The motion model is not loaded.")
+        runner = getattr(self.model, "runner", None)
+        if isinstance(runner, InterruptibleDenoiser):
+            runner.check = lambda: report(0.0)  # raises JobCancelled once cancelled (progress kept)
+            try:
+                return self._run(job, report)
+            finally:
+                runner.check = None
+        return self._run(job, report)
+
+    def _run(self, job: GenerateJob, report: Report) -> dict[str, Any]:
         from ....models.eval.evaluate import BOUNDED, physical_metrics, within_bounds
         from ....models.motion.generator import GenerationError
 
-        if self.model is None:
-            raise UserError("The motion model is not loaded.")
         started = time.perf_counter()
         report(0.0, "preparing the rig")
         try:
@@ -283,6 +291,34 @@ class GenerationService:
 
 
 # ----------------------------------------------------------------------------- helpers
+def _decoded_image(data: bytes) -> np.ndarray:
+    """An image file's bytes as pixels (through a private temporary file: the image reader takes a
+    path); ProtocolError for anything that is not an image it reads, or one too large to decode."""
+    from PIL import Image, UnidentifiedImageError
+
+    from ....models.encoders.image_files import load_image
+
+    width = height = 0
+    with contextlib.suppress(UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        with Image.open(io.BytesIO(data)) as header:  # reads the size only; the reader tells the rest
+            width, height = header.size
+    if width * height > MAX_IMAGE_PIXELS:
+        raise ProtocolError(f"The reference image is {width}×{height} pixels; at most "
+                            f"{MAX_IMAGE_PIXELS // 1_000_000} million (the encoder sees 224×224).")
+    handle, name = tempfile.mkstemp(prefix="kirin-image-")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        return load_image(name)
+    except (ValueError, OSError, Image.DecompressionBombError) as exc:
+        # The file was read from a temporary file: its name would only confuse.
+        raise ProtocolError(
+            f"Cannot use the reference image: {str(exc).replace(name, 'the file')}"
+        ) from None
+    finally:
+        os.unlink(name)
+
+
 def rig_key(rig: Rig, mesh: SkinnedMesh | None) -> str:
     digest = hashlib.sha256()
     digest.update("\0".join(rig.names).encode())

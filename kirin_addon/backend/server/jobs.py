@@ -1,11 +1,13 @@
 """The backend's job machinery: a FIFO queue served by one worker thread (one model, kept warm),
-progress, cancellation and results kept until fetched. No HTTP and no model here, so it is tested
-directly (BLENDER_NOTES.md, Background mode).
+progress, cancellation, and results kept until deleted or expired. No HTTP and no model here, so it
+is tested directly (BLENDER_NOTES.md, Background mode).
 
 A job's work is a callable `run(report)`; `report(fraction, message)` publishes progress and raises
 `JobCancelled` once the job is cancelled, which is how a cancel stops a running model between two
-sampling steps. A cancelled or failed job keeps only its state and message: its input and any
-partial result are dropped at once, so a cancel leaves nothing behind.
+steps. A cancelled or failed job keeps only its state and message: its input and any partial result
+are dropped at once, so a cancel leaves nothing behind. A finished job (done, failed or cancelled)
+expires `ttl` seconds after it finished; a result may be fetched again until then, so a dropped
+download does not lose it. The client deletes what it fetched, cancelled or gave up on.
 """
 
 from __future__ import annotations
@@ -73,6 +75,13 @@ class Job:
     finished: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     seq: int = 0  # submission order: the queue position is derived from it
+    fetched: bool = False  # its result or error was sent once
+    expires: float | None = None  # the queue's clock past which a finished job is forgotten
+
+    @property
+    def live(self) -> bool:
+        """Whether the job counts toward the queue's limit: queued, running, or done and not fetched."""
+        return not self.state.finished or (self.state is JobState.DONE and not self.fetched)
 
     def snapshot(self, position: int | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -92,17 +101,30 @@ class Job:
         return out
 
 
+DEFAULT_TTL = 900.0  # seconds a finished job is kept
+
+
 class JobQueue:
     """Jobs run one at a time, in submission order, on a worker thread.
 
-    `max_jobs` bounds queued + running + finished-but-unfetched jobs: past it, `submit` refuses
-    (HTTP 429) rather than let unfetched results pile up in memory. `setup` runs first on the worker
-    (loading the model there keeps start-up responsive: health answers while it loads); if it
-    raises, every job fails with its message.
+    `max_jobs` bounds the live jobs (queued, running, done but not fetched): past it, `submit`
+    refuses (HTTP 429) rather than let unfetched results pile up in memory; cancelled, failed and
+    fetched jobs do not count. Every finished job expires `ttl` seconds after it finished, and at
+    most `max_jobs` finished jobs that no longer count are held (the oldest go first). `setup` runs
+    first on the worker (loading the model there keeps start-up responsive: health answers while it
+    loads); if it raises, every job fails with its message.
     """
 
-    def __init__(self, max_jobs: int = 256, setup: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        max_jobs: int = 256,
+        setup: Callable[[], None] | None = None,
+        ttl: float = DEFAULT_TTL,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.max_jobs = max_jobs
+        self.ttl = ttl
+        self._clock = clock  # when finished jobs expire (tests turn it by hand)
         self._setup = setup
         self._jobs: dict[str, Job] = {}
         self._pending: deque[Job] = deque()
@@ -145,10 +167,13 @@ class JobQueue:
         with self._lock:
             if self._closed:
                 raise JobError("The backend is shutting down; start a new one.", 503)
-            if len(self._jobs) >= self.max_jobs:
+            self._expire()
+            live = sum(1 for job in self._jobs.values() if job.live)
+            if live >= self.max_jobs:
                 raise JobError(
-                    f"The backend holds {len(self._jobs)} jobs (at most {self.max_jobs}): wait for "
-                    "some to finish and fetch or delete their results.",
+                    f"The backend holds {live} jobs that are queued, running or waiting to be fetched "
+                    f"(at most {self.max_jobs}): wait for some to finish and fetch or delete their "
+                    "results.",
                     429,
                 )
             job = Job(secrets.token_hex(8), kind, work, seq=next(self._counter))
@@ -158,18 +183,38 @@ class JobQueue:
             return job.snapshot(len(self._pending) - 1)
 
     def _get(self, job_id: str) -> Job:
+        self._expire()
         job = self._jobs.get(job_id)
         if job is None:
-            raise JobError(f"Unknown job {job_id!r} (finished results are removed once fetched).", 404)
+            raise JobError(
+                f"Unknown job {job_id[:64]!r} (a job is removed when deleted, or {self.ttl:g} s after it "
+                "finished).",
+                404,
+            )
         return job
+
+    def _expire(self) -> None:
+        """Forget finished jobs past their time, and the oldest finished jobs that no longer count
+        while more than `max_jobs` of them are held (called with the lock held)."""
+        now = self._clock()
+        for job_id in [i for i, job in self._jobs.items() if job.expires is not None and job.expires <= now]:
+            del self._jobs[job_id]
+        idle = [job for job in self._jobs.values() if not job.live]
+        if len(idle) > self.max_jobs:
+            idle.sort(key=lambda job: job.expires or 0.0)
+            for job in idle[: len(idle) - self.max_jobs]:
+                del self._jobs[job.id]
 
     def status(self, job_id: str) -> dict[str, Any]:
         with self._lock:
             job = self._get(job_id)
-            position = None
-            if job.state is JobState.QUEUED:
-                position = sum(1 for other in self._pending if other.seq < job.seq)
-            return job.snapshot(position)
+            return job.snapshot(self._position(job))
+
+    def _position(self, job: Job) -> int | None:
+        """Jobs ahead of a queued job (None for any other)."""
+        if job.state is not JobState.QUEUED:
+            return None
+        return sum(1 for other in self._pending if other.seq < job.seq)
 
     def wait(self, job_id: str, timeout: float) -> dict[str, Any]:
         """The job's status once it finished, or after `timeout` seconds (long polling: a client
@@ -203,19 +248,17 @@ class JobQueue:
             del self._jobs[job_id]
             return job.snapshot()
 
-    def take_result(self, job_id: str, remove: bool = True) -> Any:
-        """The result of a done job, removed unless `remove` is False; a failed job's error is
-        raised (and the job removed); unfinished or cancelled jobs raise 409."""
+    def take_result(self, job_id: str) -> Any:
+        """The result of a done job (kept: it may be fetched again until deleted or expired, but no
+        longer counts toward `max_jobs`); a failed job's error is raised; unfinished or cancelled
+        jobs raise 409."""
         with self._lock:
             job = self._get(job_id)
             if job.state is JobState.DONE:
-                result = job.result
-                if remove:
-                    del self._jobs[job_id]
-                return result
+                job.fetched = True
+                return job.result
             if job.state is JobState.FAILED:
-                if remove:
-                    del self._jobs[job_id]
+                job.fetched = True
                 raise JobError(job.error or "The job failed.", 422)
             if job.state is JobState.CANCELLED:
                 raise JobError("The job was cancelled; it has no result.", 409)
@@ -226,10 +269,13 @@ class JobQueue:
     def list(self) -> list[dict[str, Any]]:
         """Every job held, oldest first."""
         with self._lock:
-            return [self.status(job.id) for job in sorted(self._jobs.values(), key=lambda j: j.seq)]
+            self._expire()
+            jobs = sorted(self._jobs.values(), key=lambda job: job.seq)
+            return [job.snapshot(self._position(job)) for job in jobs]
 
     def counts(self) -> dict[str, int]:
         with self._lock:
+            self._expire()
             states = [job.state for job in self._jobs.values()]
             return {state.value: states.count(state) for state in JobState}
 
@@ -243,8 +289,13 @@ class JobQueue:
         return None if job is None else job.id
 
     # ------------------------------------------------------------------ worker
+    def _finished(self, job: Job) -> None:
+        job.finished = time.time()
+        job.expires = self._clock() + self.ttl
+
     def _finish_cancelled(self, job: Job, message: str) -> None:
-        job.state, job.message, job.finished = JobState.CANCELLED, message, time.time()
+        job.state, job.message = JobState.CANCELLED, message
+        self._finished(job)
         job.work, job.result = None, None  # nothing of a cancelled job stays behind
         self._lock.notify_all()  # wake long polls
 
@@ -292,16 +343,19 @@ class JobQueue:
             outcome = (JobState.FAILED, None, str(exc) or type(exc).__name__)
         except Exception as exc:  # noqa: BLE001 - a bug must fail the job, never the worker
             log.error("job %s crashed:\n%s", job.id, traceback.format_exc())
-            outcome = (JobState.FAILED, None, f"Internal error in the backend: {type(exc).__name__}: {exc}")
+            # The exception's text stays in the log: it may quote anything, a file's contents too.
+            outcome = (JobState.FAILED, None, f"Internal error in the backend ({type(exc).__name__}); "
+                                              "its log has the details.")
         with self._lock:
             state, result, error = outcome
             if job.cancel.is_set() and state is not JobState.FAILED:
                 state, result = JobState.CANCELLED, None
-            job.finished = time.time()
             if state is JobState.CANCELLED:
                 self._finish_cancelled(job, "cancelled")
             elif state is JobState.DONE:
                 job.state, job.result, job.progress, job.message = state, result, 1.0, "done"
+                self._finished(job)
             else:
                 job.state, job.error, job.message = state, error, "failed"
+                self._finished(job)
             self._lock.notify_all()  # wake long polls

@@ -13,6 +13,7 @@ from ...core.creature import FAMILIES
 from ..protocol import API
 from ..protocol_bind import MAX_GROUPS, MAX_TARGETS
 from .bind import BindingService
+from .http_limits import OffLoopRoute
 from .jobs import JobQueue
 from .schema import ERRORS, ArrayIn, JobOut, Strict
 
@@ -74,7 +75,7 @@ class BindIn(Strict):
 
 
 def bind_router(binding: BindingService, queue: JobQueue) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=OffLoopRoute)
 
     @router.post(f"{API}/jobs/transfer", status_code=202, response_model=JobOut, responses=ERRORS)
     def submit_transfer(body: TransferIn) -> dict[str, Any]:

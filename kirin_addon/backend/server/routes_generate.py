@@ -3,14 +3,15 @@ decoded and checked by the service (generate.py) and runs as a job."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import Field
 
 from ...generate.request import MAX_FRAMES, MAX_SEED, MAX_VARIANTS
-from ..protocol import API, MAX_PROMPT
+from ..protocol import API, MAX_FPS, MAX_PROMPT, MIN_FPS
 from .generate import GenerationService
+from .http_limits import OffLoopRoute
 from .jobs import JobQueue
 from .schema import ERRORS, JobOut, MeshIn, MotionIn, RigIn, Strict
 
@@ -19,7 +20,7 @@ class KeepIn(Strict):
     """Existing keys to honour (in-betweening): a motion on the rig and the frames of it to keep."""
 
     motion: MotionIn
-    frames: list[int] = Field(min_length=1, max_length=MAX_FRAMES * 64)
+    frames: list[Annotated[int, Field(ge=0, lt=MAX_FRAMES)]] = Field(min_length=1, max_length=MAX_FRAMES * 64)
 
 
 class GenerateIn(Strict):
@@ -31,7 +32,8 @@ class GenerateIn(Strict):
     rig: RigIn
     mesh: MeshIn | None = None
     frames: int = Field(120, ge=1, le=MAX_FRAMES)
-    fps: float | None = Field(None, gt=0, le=1000, allow_inf_nan=False, description="default: the model's")
+    fps: float | None = Field(None, ge=MIN_FPS, le=MAX_FPS, allow_inf_nan=False,
+                              description="default: the model's")
     seed: int = Field(0, ge=0, le=MAX_SEED)
     variants: int = Field(1, ge=1, le=MAX_VARIANTS)
     guidance: float | None = Field(
@@ -42,7 +44,7 @@ class GenerateIn(Strict):
 
 
 def generate_router(service: GenerationService, queue: JobQueue) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=OffLoopRoute)
 
     @router.post(f"{API}/jobs/generate", status_code=202, response_model=JobOut, responses=ERRORS)
     def submit_generate(body: GenerateIn) -> dict[str, Any]:

@@ -1,8 +1,13 @@
 """The HTTP routes every backend has: health and version, the job queue (status with long polling,
-results, cancel, delete) and shutdown."""
+results, cancel, delete) and shutdown.
+
+Health and job status are coroutines: they run on the event loop, never waiting for a worker thread,
+and a long poll sleeps there (asyncio) between looks at its job, so any number of long polls (the
+connection limit bounds them) leaves health and every other request their threads."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import json
 import platform
@@ -13,8 +18,12 @@ from fastapi import APIRouter, BackgroundTasks, Query
 from fastapi.responses import Response
 
 from ..protocol import API, PROTOCOL_VERSION
-from .jobs import JobQueue
+from .http_limits import OffLoopRoute
+from .jobs import JobQueue, JobState
 from .schema import ERRORS, JobId, JobOut
+
+POLL_INTERVAL = 0.05  # seconds between a long poll's looks at its job
+MAX_WAIT = 30.0  # seconds a long poll may last
 
 
 def version_info() -> dict[str, Any]:
@@ -39,10 +48,10 @@ def jobs_router(
     queue: JobQueue, health_info: Callable[[], dict[str, Any]], request_exit: Callable[[], None]
 ) -> APIRouter:
     """The routes of `queue`; `health_info` answers GET health, `request_exit` stops the backend."""
-    router = APIRouter()
+    router = APIRouter(route_class=OffLoopRoute)
 
     @router.get(f"{API}/health", responses=ERRORS)
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         """Liveness and readiness: `status` is "loading" until the model is loaded, then "ok"
         (or "error" with `error` when loading failed)."""
         return health_info()
@@ -56,18 +65,25 @@ def jobs_router(
         return queue.list()
 
     @router.get(f"{API}/jobs/{{job_id}}", response_model=JobOut, responses=ERRORS)
-    def job_status(
-        job_id: JobId, wait: Annotated[float, Query(ge=0, le=30, allow_inf_nan=False)] = 0.0
+    async def job_status(
+        job_id: JobId, wait: Annotated[float, Query(ge=0, le=MAX_WAIT, allow_inf_nan=False)] = 0.0
     ) -> dict[str, Any]:
         """The job's state, progress and message; with `wait` (seconds) the answer comes as soon as
         the job has finished, or after `wait` seconds (long polling)."""
-        return queue.wait(job_id, wait) if wait > 0 else queue.status(job_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        status = queue.status(job_id)
+        while not JobState(status["state"]).finished and (left := deadline - loop.time()) > 0:
+            await asyncio.sleep(min(POLL_INTERVAL, left))
+            status = queue.status(job_id)
+        return status
 
     @router.get(f"{API}/jobs/{{job_id}}/result", responses=ERRORS)
-    def job_result(job_id: JobId, keep: Annotated[bool, Query()] = False) -> Response:
-        """The result of a done job (per variant: motion arrays, contacts, metrics, report); it is
-        removed once fetched unless keep=true. A failed job answers 422 with its error."""
-        result = queue.take_result(job_id, remove=not keep)
+    def job_result(job_id: JobId) -> Response:
+        """The result of a done job (per variant: motion arrays, contacts, metrics, report); it stays
+        until the job is deleted (DELETE jobs/{id}) or expires, so a dropped download can be fetched
+        again. A failed job answers 422 with its error."""
+        result = queue.take_result(job_id)
         # Serialised here rather than by FastAPI: the arrays are already base64 strings.
         return Response(json.dumps({"id": job_id, **result}), media_type="application/json")
 

@@ -5,7 +5,7 @@ checks and answers."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
 from fastapi.responses import Response
@@ -15,6 +15,7 @@ from ...core.rig import MAX_JOINTS
 from ...generate.request import MAX_FRAMES, MAX_SEED
 from ..protocol import API
 from ..protocol_pose import MAX_MESH_KEY, MAX_POSE_SAMPLES
+from .http_limits import OffLoopRoute
 from .pose import PoseService
 from .schema import ERRORS, ArrayIn, MeshIn, MotionIn, RigIn, Strict
 
@@ -41,21 +42,26 @@ class PoseRigIn(Strict):
     )
 
 
+JointIndex = Annotated[int, Field(ge=0, lt=MAX_JOINTS)]
+
+
 class PoseTargetsIn(Strict):
     """Joints to move and their targets: points (H,3) in armature space, one per joint."""
 
-    joints: list[int] = Field(max_length=MAX_JOINTS)
+    joints: list[JointIndex] = Field(max_length=MAX_JOINTS)
     points: ArrayIn
 
 
 class PoseProjectIn(PoseRigIn):
     pose: MotionIn = Field(description="the current pose: one frame on the rig")
     targets: PoseTargetsIn
-    pins: list[int] = Field(
+    pins: list[JointIndex] = Field(
         default_factory=list, max_length=MAX_JOINTS, description="joints kept where they are"
     )
     strength: float | None = Field(
         None,
+        gt=0,
+        le=1,
         allow_inf_nan=False,
         description="how far the prior may move the edit, (0, 1]; default 0.1 relative, 0.4 not",
     )
@@ -66,13 +72,13 @@ class PoseProjectIn(PoseRigIn):
 
 class PoseSampleIn(PoseRigIn):
     pose: MotionIn = Field(description="one frame on the rig: where the samples stand and face")
-    count: int = Field(1, description=f"poses to sample, 1..{MAX_POSE_SAMPLES}")
-    seed: int = Field(0, description=f"0..{MAX_SEED}")
+    count: int = Field(1, ge=1, le=MAX_POSE_SAMPLES, description="poses to sample")
+    seed: int = Field(0, ge=0, le=MAX_SEED)
 
 
 class PoseWalkIn(PoseRigIn):
     keys: MotionIn = Field(description="keyposes: K frames on the rig")
-    frames: list[int] = Field(
+    frames: list[Annotated[int, Field(ge=1, le=MAX_FRAMES)]] = Field(
         max_length=MAX_FRAMES, description="K-1 frame counts, from each key to the next"
     )
     method: Literal["guided", "latent"] = Field(
@@ -86,7 +92,7 @@ def _answer(result: dict[str, Any]) -> Response:
 
 
 def pose_router(pose: PoseService) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=OffLoopRoute)
 
     @router.post(f"{API}/pose/project", responses=ERRORS)
     def pose_project(body: PoseProjectIn) -> Response:

@@ -9,8 +9,9 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from ...video.request import MAX_EPOCHS
-from ..protocol import API
-from ..protocol_video import MAX_TRACKS
+from ..protocol import API, MAX_FPS, MIN_FPS
+from ..protocol_video import MAX_TRACKS, MAX_VIDEO_INDEX
+from .http_limits import OffLoopRoute
 from .jobs import JobQueue
 from .schema import ERRORS, ArrayIn, JobOut, MeshIn, RigIn, Strict
 from .video import ExtractService
@@ -28,8 +29,9 @@ class ExtractIn(Strict):
         min_length=1, max_length=4096,
         description="the video file on the backend's machine (a backend elsewhere: a shared path)",
     )
-    start: int = Field(0, ge=0, description="first video frame (0-based)")
-    stop: int | None = Field(None, ge=1, description="video frame to stop before; null: the end")
+    start: int = Field(0, ge=0, le=MAX_VIDEO_INDEX, description="first video frame (0-based)")
+    stop: int | None = Field(None, ge=1, le=MAX_VIDEO_INDEX,
+                             description="video frame to stop before; null: the end")
     stride: int = Field(1, ge=1, le=10**6, description="take every stride-th frame")
     keypoints_path: str | None = Field(
         None, min_length=1, max_length=4096,
@@ -43,7 +45,7 @@ class ExtractIn(Strict):
         "background", min_length=1, max_length=4096,
         description="'background' (subtraction; a static or slow camera), 'none', or a mask folder",
     )
-    fps: float | None = Field(None, gt=0, le=1000, allow_inf_nan=False,
+    fps: float | None = Field(None, ge=MIN_FPS, le=MAX_FPS, allow_inf_nan=False,
                               description="the scene's frame rate; null: the clip's")
     epochs: int | None = Field(None, ge=1, le=MAX_EPOCHS, description="fit epochs; null: the default")
     idm: bool = Field(False, description="initialise with the rig's inverse-dynamics model (when available)")
@@ -52,7 +54,7 @@ class ExtractIn(Strict):
 
 
 def extract_router(extract: ExtractService, queue: JobQueue) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=OffLoopRoute)
 
     @router.post(f"{API}/jobs/extract", status_code=202, response_model=JobOut, responses=ERRORS)
     def submit_extract(body: ExtractIn) -> dict[str, Any]:

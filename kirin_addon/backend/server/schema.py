@@ -13,19 +13,20 @@ from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...core.rig import MAX_JOINTS
-from ..protocol import MAX_DIMS
+from ..protocol import MAX_DIMS, MAX_ELEMENTS, MAX_FPS, MIN_FPS
 
 
-# A request model refuses the fields it does not know.
+# A request model refuses the fields it does not know, and values of another type: no "10" for 10,
+# no true for 1, no "yes" for true (a number field also takes a whole number).
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ArrayIn(Strict):
     """An array: base64 of its little-endian C-ordered bytes, with shape and dtype."""
 
     dtype: Literal["float32", "float64", "int32", "int64", "uint8"]
-    shape: list[Annotated[int, Field(ge=0)]] = Field(max_length=MAX_DIMS)
+    shape: list[Annotated[int, Field(ge=0, le=MAX_ELEMENTS)]] = Field(max_length=MAX_DIMS)
     data: str
 
 
@@ -33,7 +34,9 @@ class RigIn(Strict):
     """Armature-space rig: rest (J,4,4) bone matrices (Blender's bone.matrix_local), tails (J,3)."""
 
     names: list[str] = Field(min_length=1, max_length=MAX_JOINTS)
-    parents: list[int] = Field(max_length=MAX_JOINTS, description="parent index per bone, -1 for a root")
+    parents: list[Annotated[int, Field(ge=-1, lt=MAX_JOINTS)]] = Field(
+        max_length=MAX_JOINTS, description="parent index per bone, -1 for a root"
+    )
     rest: ArrayIn
     tails: ArrayIn
     deform: list[bool] | None = None
@@ -53,7 +56,7 @@ class MeshIn(Strict):
 class MotionIn(Strict):
     """root_positions (T,3) armature space, rotations (T,J,4) local quaternions w,x,y,z."""
 
-    fps: float = Field(gt=0, le=1000, allow_inf_nan=False)
+    fps: float = Field(ge=MIN_FPS, le=MAX_FPS, allow_inf_nan=False)
     root_positions: ArrayIn
     rotations: ArrayIn
     translations: ArrayIn | None = None

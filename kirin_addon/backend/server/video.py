@@ -1,10 +1,12 @@
 """What the backend runs for Extract Motion From Video: a checked request and the work on it.
 
-The video is read here (PyAV), never in Blender's Python, from a path on the backend's machine: the
-backend is local by default, and a backend elsewhere needs a path both machines see. As for the other
-jobs, the request is checked in the HTTP handler (a clear 4xx for a missing or unreadable video, an
-empty frame range, keypoints or tracks of bones the rig does not have, a request with no evidence at
-all) and the engine's own errors (a video with no moving subject...) fail the job with their message.
+The video is read here (PyAV), never in Blender's Python, from a path on the backend's machine, and
+only under the folders the backend was started to allow (files.py; the keypoints file and the mask
+folder too): the backend is local by default, and a backend elsewhere needs a path both machines
+see. As for the other jobs, the request is checked in the HTTP handler (a clear 4xx for a missing or
+unreadable video, an empty frame range, keypoints or tracks of bones the rig does not have, a request
+with no evidence at all) and the engine's own errors (a video with no moving subject...) fail the job
+with their message.
 
 The job: read the frames (start, stop, stride) → 2D evidence (keypoints file, MediaPipe Pose for a
 humanoid rig — in its own environment, kirin_addon/video/mediapipe_pose.py —, Movie Clip tracks, silhouettes
@@ -31,11 +33,11 @@ from ...core.skinning import SkinnedMesh
 from ...video.request import SILHOUETTE_SOURCES, ExtractRequest
 from ..protocol import ProtocolError, encode_array, motion_to_json
 from ..protocol_video import MAX_VIDEO_FRAMES, extract_from_json
+from .files import AllowedFiles
 from .jobs import Report, UserError, Work
+from .keypoint_errors import keypoint_file_error
 
 FRAME_SIDE = 512  # longest side the frames are decoded at for silhouettes (they are made at 256)
-REMOTE_HINT = ("the backend reads it itself, so a backend on another machine needs a path it can read "
-               "there, in a shared folder")
 
 
 @dataclass
@@ -62,15 +64,6 @@ class _Clip:
     count: int  # frames
 
 
-def _file(path: str, what: str) -> str:
-    full = os.path.abspath(os.path.expanduser(path))
-    if not os.path.exists(full):
-        raise ProtocolError(f"The {what} {full} is not on the backend's machine: {REMOTE_HINT}.")
-    if not os.path.isfile(full):
-        raise ProtocolError(f"The {what} {full} is not a file.")
-    return full
-
-
 def _frames(points: np.ndarray, indices: np.ndarray, fill: float = np.nan) -> np.ndarray:
     """Rows `indices` of a per-video-frame array, `fill` past its end."""
     out = np.full((len(indices),) + points.shape[1:], fill, dtype=np.float64)
@@ -92,12 +85,6 @@ def resample_positions(motion: Motion, positions: np.ndarray, fps: float) -> Mot
     return continuous.at_frames(positions, fps)
 
 
-def mask_files(folder: str) -> list[str]:
-    """The mask images of a folder, one per video frame from frame 0, in name order."""
-    names = sorted(n for n in os.listdir(folder) if n.lower().endswith(".png"))
-    return [os.path.join(folder, n) for n in names]
-
-
 def _camera_json(camera: Any) -> Any:
     if camera is None:
         return None
@@ -111,7 +98,11 @@ def _camera_json(camera: Any) -> Any:
 
 
 class ExtractService:
-    """Checks and runs video extraction jobs (stateless: the fit holds no model between jobs)."""
+    """Checks and runs video extraction jobs (no model held between jobs); `files`: what the requests'
+    paths may name (nothing by default)."""
+
+    def __init__(self, files: AllowedFiles | None = None):
+        self.files = files or AllowedFiles()
 
     # ------------------------------------------------------------------ check (HTTP thread)
     def check(self, body: dict[str, Any]) -> ExtractJob:
@@ -132,14 +123,13 @@ class ExtractService:
         request = replace(request, keypoints=keypoints_path, silhouettes=silhouettes)
         return ExtractJob(rig, mesh, request, probe, keypoints, tracks, mediapipe)
 
-    @staticmethod
-    def _video(request: ExtractRequest) -> tuple[ExtractRequest, dict[str, Any]]:
+    def _video(self, request: ExtractRequest) -> tuple[ExtractRequest, dict[str, Any]]:
         """The request with the video's absolute path (and no stop past its end), and the video's
         probe; a missing file, one that is no video (VideoError, a ValueError: 422) or a frame range
         outside it is refused."""
         from ...video.video_io import probe_video
 
-        video = _file(request.video, "video file")
+        video = self.files.file(request.video, "video", "video_path")
         start, stop, stride = request.start, request.stop, request.stride
         probe = probe_video(video)
         count = int(probe.get("frames") or 0)
@@ -157,34 +147,30 @@ class ExtractService:
                                 "raise the stride or shorten the range.")
         return replace(request, video=video, stop=stop), dict(probe)
 
-    @staticmethod
-    def _mask_folder(silhouettes: str) -> str:
-        """The silhouette source; a mask folder as its absolute path, refused unless it holds masks."""
+    def _mask_folder(self, silhouettes: str) -> str:
+        """The silhouette source; a mask folder as its resolved path, refused unless it holds masks."""
         if silhouettes in SILHOUETTE_SOURCES:
             return silhouettes
-        folder = os.path.abspath(os.path.expanduser(silhouettes))
-        if not os.path.isdir(folder):
-            raise ProtocolError(
-                f"silhouettes: expected 'background', 'none' or a folder of mask images; the folder "
-                f"{folder} is not on the backend's machine: {REMOTE_HINT}."
-            )
-        if not mask_files(folder):
-            raise ProtocolError(f"silhouettes: the folder {folder} holds no PNG mask images.")
+        folder = self.files.folder(silhouettes, "silhouettes ('background', 'none' or a mask folder)")
+        if not self.files.mask_files(folder, "silhouettes"):
+            raise ProtocolError(f"silhouettes: the folder {os.path.basename(folder)} holds no PNG mask "
+                                "images.")
         return folder
 
-    @staticmethod
-    def _keypoints(path: str | None, rig: Rig) -> tuple[str | None, tuple[np.ndarray, np.ndarray] | None]:
-        """The keypoints file's absolute path and its (F,J,2) points and (F,J) confidences on the rig's
-        bones; (None, None) without one. A file with no usable point is refused."""
+    def _keypoints(
+        self, path: str | None, rig: Rig
+    ) -> tuple[str | None, tuple[np.ndarray, np.ndarray] | None]:
+        """The keypoints file's resolved path and its (F,J,2) points and (F,J) confidences on the rig's
+        bones; (None, None) without one. A file with no usable point is refused; no message quotes it."""
         if path is None:
             return None, None
         from ...video.keypoints import load_keypoints
 
-        path = _file(path, "keypoints file")
+        path = self.files.file(path, "keypoints", "keypoints_path")
         try:
             points, confidence = load_keypoints(path, list(rig.names))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ProtocolError(f"Cannot read the keypoints file {path}: {exc}") from None
+        except (OSError, ValueError) as exc:  # VideoError is a ValueError: its text may quote the file
+            raise ProtocolError(keypoint_file_error(os.path.basename(path), exc, rig)) from None
         points, confidence = np.asarray(points, np.float64), np.asarray(confidence, np.float64)
         if not np.any(np.isfinite(points).all(-1) & (confidence > 0)):
             raise ProtocolError(f"The keypoints file {os.path.basename(path)} has no point "
@@ -293,11 +279,12 @@ class ExtractService:
             report(0.06, "separating the subject from the background")
             silhouettes = background_silhouettes(clip.frames)  # VideoError: no moving subject
         elif source != "none":
-            files = mask_files(source)
+            files = self.files.mask_files(source, "silhouettes")
             if int(indices[-1]) >= len(files):
                 raise UserError(f"The mask folder {source} has {len(files)} images (one per video "
                                 f"frame from the first), but video frame {int(indices[-1]) + 1} is used.")
-            silhouettes = mask_silhouettes([files[i] for i in indices])
+            masks = [self.files.file(files[i], "mask", "silhouettes") for i in indices]
+            silhouettes = mask_silhouettes(masks)
         clip.frames = None  # the pixels are not needed any more
         evidence = combine(clip.size, clip.fps, job.rig.joint_count, keypoints=keypoints, tracks=tracks,
                            silhouettes=silhouettes)
