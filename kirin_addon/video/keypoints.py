@@ -1,7 +1,8 @@
 """Keypoints from a file written by any external detector (`load_keypoints`, JSON or CSV), in pixels.
 
 Pixels: x to the right, y down, origin at the top-left corner of the video's top-left pixel. Unknown
-points are NaN with confidence 0. Bad input raises `VideoError` naming the file and row.
+points are NaN with confidence 0. Bad input raises `VideoError` naming the file and row and what is
+wrong there, never quoting the file (the backend sends these messages back over the network).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _records_from_json(data, where: str):
         for n, row in enumerate(data):
             loc = f"{where} entry {n}"
             if not isinstance(row, dict):
-                raise VideoError(f"{loc}: expected an object with frame, joint, x, y, got {row!r:.60}")
+                raise VideoError(f"{loc}: expected an object with frame, joint, x, y")
             missing = [k for k in ("frame", "joint", "x", "y") if k not in row]
             if missing:
                 raise VideoError(f"{loc}: missing {', '.join(missing)}")
@@ -72,13 +73,12 @@ def _records_from_json(data, where: str):
             for joint, value in entry["joints"].items():
                 if isinstance(value, dict):
                     if "x" not in value or "y" not in value:
-                        raise VideoError(f"{loc} joint '{joint}': missing x or y")
+                        raise VideoError(f"{loc}: a joint has no x or y")
                     x, y, c = value["x"], value["y"], value.get("confidence", value.get("score"))
                 elif isinstance(value, (list, tuple)) and len(value) in (2, 3):
                     x, y, c = value[0], value[1], (value[2] if len(value) == 3 else None)
                 else:
-                    raise VideoError(f"{loc} joint '{joint}': expected [x, y] or [x, y, confidence], "
-                                     f"got {value!r:.60}")
+                    raise VideoError(f"{loc}: a joint's value is not [x, y] or [x, y, confidence]")
                 yield loc, frame, joint, x, y, c
         return
     raise VideoError(f"{where}: expected a list of {{frame, joint, x, y, confidence}} records, "
@@ -117,11 +117,11 @@ def _number(value, what: str, loc: str) -> float:
     if value is None or value == "":
         return math.nan
     if isinstance(value, bool):
-        raise VideoError(f"{loc}: {what} is not a number ({value!r})")
+        raise VideoError(f"{loc}: {what} is not a number")
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise VideoError(f"{loc}: {what} is not a number ({value!r:.40})") from None
+        raise VideoError(f"{loc}: {what} is not a number") from None
 
 
 def load_keypoints(path: str | Path, joint_names, frame_count: int | None = None,
@@ -154,30 +154,30 @@ def load_keypoints(path: str | Path, joint_names, frame_count: int | None = None
     for loc, frame, joint, x, y, c in records:
         frame_f = _number(frame, "frame", loc)
         if not math.isfinite(frame_f) or frame_f != int(frame_f) or frame_f < 0:
-            raise VideoError(f"{loc}: frame must be a whole number ≥ 0, got {frame!r}")
+            raise VideoError(f"{loc}: frame must be a whole number ≥ 0")
         frame_i = int(frame_f)
         if frame_count is not None and frame_i >= frame_count:
-            raise VideoError(f"{loc}: frame {frame_i} is beyond the video ({frame_count} frames, "
-                             f"0–{frame_count - 1})")
+            raise VideoError(f"{loc}: the frame is beyond the video's {frame_count} frames "
+                             f"(0–{frame_count - 1})")
         if not isinstance(joint, str) or not joint.strip():
-            raise VideoError(f"{loc}: joint must be a bone name, got {joint!r}")
+            raise VideoError(f"{loc}: joint must be a bone name")
         index = resolve(joint.strip())
         if index is None:
-            unknown.setdefault(joint.strip(), None)
+            unknown.setdefault(joint.strip(), loc)
             continue
         xf, yf = _number(x, "x", loc), _number(y, "y", loc)
         cf = 1.0 if c is None else _number(c, "confidence", loc)
         if not (0.0 <= cf <= 1.0):
-            raise VideoError(f"{loc}: confidence must lie in [0, 1], got {c!r}")
+            raise VideoError(f"{loc}: confidence must lie in [0, 1]")
         if cf > 0 and not (math.isfinite(xf) and math.isfinite(yf)):
-            raise VideoError(f"{loc}: x and y must be numbers (got {x!r}, {y!r}); give confidence 0 "
-                             "for a joint that is not visible")
+            raise VideoError(f"{loc}: x and y must be numbers; give confidence 0 for a joint that is not "
+                             "visible")
         rows.append((frame_i, index, xf, yf, cf))
-    if unknown:
-        shown = ", ".join(f"'{n}'" for n in list(unknown)[:8]) + (" …" if len(unknown) > 8 else "")
+    if unknown:  # where, not what: an error never quotes the file (a backend may answer the network)
+        first = next(iter(unknown.values())).removeprefix(where).strip()
         valid = ", ".join(names[:10]) + (" …" if len(names) > 10 else "")
-        raise VideoError(f"{where}: {len(unknown)} joint name(s) match no bone of the rig: {shown}. "
-                         f"Bones are, e.g.: {valid} "
+        raise VideoError(f"{where}: {len(unknown)} joint name(s) match no bone of the rig (the first at "
+                         f"{first}). Bones are, e.g.: {valid} "
                          "(names match case-insensitively; use aliases to map others)")
     if not rows:
         raise VideoError(f"{where} holds no keypoints")
@@ -192,7 +192,8 @@ def _read_records(path: Path):
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise VideoError(f"Cannot read keypoint file {path.name}: {exc}") from exc
+        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or "unreadable")
+        raise VideoError(f"Cannot read keypoint file {path.name}: {reason}") from exc
     suffix = path.suffix.casefold()
     is_json = suffix == ".json" or (suffix != ".csv" and text.lstrip()[:1] in ("[", "{"))
     where = path.name
@@ -201,7 +202,8 @@ def _read_records(path: Path):
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise VideoError(f"{where} is not valid JSON: {exc}") from exc
+        raise VideoError(f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg})") from exc
     return _records_from_json(data, where), where
 
 

@@ -141,7 +141,7 @@ def test_a_bad_keypoints_file_is_refused_without_quoting_it(tmp_path, layout):
     with stub_backend(tmp_path, allow_dirs=(allowed,)) as backend:
         body = extract_to_json(small_rig(), ExtractRequest(files["video"], keypoints=keypoints))
         status, answer = call(backend, "POST", "/v1/jobs/extract", body)
-    assert status == 422 and answer["error"].startswith(f"The keypoints file {keypoints.name} cannot be used")
+    assert status == 422 and answer["error"].startswith(f"keypoints_path: {keypoints.name}")
     assert "SECRET" not in answer["error"] and "sk-live" not in answer["error"]
 
 

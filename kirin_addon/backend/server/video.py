@@ -35,7 +35,6 @@ from ..protocol import ProtocolError, encode_array, motion_to_json
 from ..protocol_video import MAX_VIDEO_FRAMES, extract_from_json
 from .files import AllowedFiles
 from .jobs import Report, UserError, Work
-from .keypoint_errors import keypoint_file_error
 
 FRAME_SIDE = 512  # longest side the frames are decoded at for silhouettes (they are made at 256)
 
@@ -165,12 +164,15 @@ class ExtractService:
         if path is None:
             return None, None
         from ...video.keypoints import load_keypoints
+        from ...video.video_io import VideoError
 
         path = self.files.file(path, "keypoints", "keypoints_path")
         try:
             points, confidence = load_keypoints(path, list(rig.names))
-        except (OSError, ValueError) as exc:  # VideoError is a ValueError: its text may quote the file
-            raise ProtocolError(keypoint_file_error(os.path.basename(path), exc, rig)) from None
+        except VideoError as exc:  # it names the file and the row, never what the file holds
+            raise ProtocolError(f"keypoints_path: {exc}") from None
+        except OSError:
+            raise ProtocolError(f"keypoints_path: {os.path.basename(path)} cannot be read.") from None
         points, confidence = np.asarray(points, np.float64), np.asarray(confidence, np.float64)
         if not np.any(np.isfinite(points).all(-1) & (confidence > 0)):
             raise ProtocolError(f"The keypoints file {os.path.basename(path)} has no point "
