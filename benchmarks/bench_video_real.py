@@ -1,0 +1,175 @@
+"""Motion From Video on real footage (issue 19): what a user gets from a real video, measured without
+labels, the way the panel makes it.
+
+Cases (../shared/assets): Muybridge's galloping bison (`video_muybridge_buffalo`: a fixed side camera,
+the film's plates one after another) onto the Quaternius Bull, and the imageio cockatoo
+(`video_cockatoo`: hand-held, a bird walking) onto the Quaternius Birb. Each runs through the Motion
+From Video operator (silhouettes by background subtraction, no keypoints, camera estimated), then:
+
+- the fit (kirin_addon/eval/footage.py): the share of frames whose body stays upright (pitch and roll
+  within 25° of the rest pose's, up axis up), the largest tilt, the root's largest step between frames
+  and how many steps exceed 0.2 body sizes;
+- its footfall frequency on the deformed mesh's soles (kirin_addon/eval/gait.py, as issue 17 measures
+  generated motion), against the video's stride frequency read from its own silhouettes (the legs'
+  spread, `footage.silhouette_stride_hz`);
+- seconds per frame of the whole extraction.
+
+Issue 19's bounds: upright ≥ 95 % of frames, no root jump, footfall frequency within 15 % of the
+video's, ≤ 1 s per frame. Labelled keypoints (PCK), silhouette IoU and filmstrips are not here yet.
+
+Run: .venv/bin/python benchmarks/bench_video_real.py [--cases buffalo cockatoo] [--stop N] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kirin.kirin_addon.io.scratch import private_blender_resources
+
+private_blender_resources("kirin-bench-")
+
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+
+from kirin.benchmarks import motion_real_support as support  # noqa: E402
+from kirin.benchmarks.bench_motion_real import gait_input  # noqa: E402
+from kirin.kirin_addon.core.canonical import canonical_rig  # noqa: E402
+from kirin.kirin_addon.eval.footage import UPRIGHT_DEG, measure_fit, silhouette_stride_hz  # noqa: E402
+from kirin.kirin_addon.eval.gait import measure_gait  # noqa: E402
+from kirin.kirin_addon.generate.rig_roles import detect_roles  # noqa: E402
+from kirin.kirin_addon.video.silhouettes import background_silhouettes  # noqa: E402
+from kirin.kirin_addon.video.video_io import read_video  # noqa: E402
+from kirin.operators import scene_io  # noqa: E402
+from kirin.operators.headless import common as headless  # noqa: E402
+
+ASSETS = Path(__file__).resolve().parents[2] / "shared" / "assets"
+FREQUENCY_TOLERANCE = 0.15  # the fit's footfall frequency within this share of the video's
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    video: str  # under the assets
+    rig: str  # under the assets
+
+
+CASES = {
+    "buffalo": Case("buffalo", "video_muybridge_buffalo/buffalo_running_1883.mp4",
+                    "quaternius/animals_pack/Bull.glb"),
+    "cockatoo": Case("cockatoo", "video_cockatoo/cockatoo.mp4", "quaternius_monsters/big/Birb.glb"),
+}
+
+
+def extract(character: support.Character, video: Path, stop: int | None) -> tuple[object, float]:
+    """The operator's new action and the seconds the extraction took (the panel's defaults)."""
+    headless.activate(character.arm)
+    scene = bpy.context.scene
+    scene.frame_start = scene.frame_end = 1
+    started = time.perf_counter()
+    result = bpy.ops.kirin.motion_from_video(video=str(video), first=1, last=stop or 0, stride=1,
+                                            silhouettes="BACKGROUND")
+    if result != {"FINISHED"}:
+        raise support.Unmeasurable("Motion From Video failed (Blender printed the reason above)")
+    return character.arm.animation_data.action, time.perf_counter() - started
+
+
+def body_track(character: support.Character, frames: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """((T,3,3) the body joint's rotations and (T,3) positions in the rig's canonical frame, (3,3) its
+    rest rotation): the pelvis, the joint the gait controllers move the body by."""
+    rig, canonical = character.rig, character.frame
+    pelvis = detect_roles(canonical_rig(rig, canonical).rig).pelvis
+    rotations, positions = [], []
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        pose = scene_io.evaluated_pose(character.arm, rig)[pelvis]
+        rotations.append(canonical.rotation @ pose[:3, :3] / np.linalg.norm(pose[:3, 0]))
+        positions.append(canonical.to_canonical_points(pose[None, :3, 3])[0])
+    rest = canonical.rotation @ rig.rest[pelvis, :3, :3]
+    return np.array(rotations), np.array(positions), rest
+
+
+def video_stride(video: Path, stop: int | None) -> tuple[float | None, float]:
+    """(the video's stride frequency from its own silhouettes, its frame rate)."""
+    clip = read_video(video, stop=stop, max_side=256)
+    masks = background_silhouettes(clip.frames) > 0.5
+    return silhouette_stride_hz(masks, clip.fps), clip.fps
+
+
+def run_case(case: Case, assets: Path, stop: int | None) -> dict:
+    support.clear_scene()
+    character, _ = support.load_character(assets / case.rig, headless.import_rig_file)
+    video = assets / case.video
+    action, seconds = extract(character, video, stop)
+    start, end = (int(round(v)) for v in action.frame_range)
+    frames = list(range(start, end + 1))
+    support.use_action(character.arm, action)
+    body, root, rest = body_track(character, frames)
+    fit = measure_fit(body, rest, root, body_size=1.0)  # the canonical frame's unit is the body size
+    tracks = support.track(character, frames)
+    render = bpy.context.scene.render
+    gait = measure_gait(gait_input(character, tracks, render.fps / render.fps_base))
+    stride_hz, video_fps = video_stride(video, stop)
+    ratio = None if (gait.frequency_hz is None or not stride_hz) else gait.frequency_hz / stride_hz
+    checks = {
+        "upright >= 95 %": fit.upright_share >= 0.95,
+        "no root jump": fit.root_jumps == 0,
+        "footfall within 15 %": ratio is not None and abs(ratio - 1.0) <= FREQUENCY_TOLERANCE,
+        "<= 1 s per frame": seconds / len(frames) <= 1.0,
+    }
+    return {"case": case.name, "video": case.video, "rig": case.rig, "frames": len(frames),
+            "video_fps": video_fps, "seconds": seconds, "seconds_per_frame": seconds / len(frames),
+            "fit": fit.as_dict(), "footfall_hz": gait.frequency_hz, "video_stride_hz": stride_hz,
+            "footfall_ratio": ratio, "duty": gait.duty, "checks": checks}
+
+
+def report(rows: list[dict]) -> str:
+    lines = [f"case | frames | upright (±{UPRIGHT_DEG:.0f}°) | worst tilt | max root step | jumps | "
+             "footfall Hz fit/video | s/frame | verdict", "-" * 100]
+    for row in rows:
+        if "reason" in row:
+            lines.append(f"{row['case']} | not measured: {row['reason']}")
+            continue
+        fit = row["fit"]
+        hz = "–" if row["footfall_hz"] is None else f"{row['footfall_hz']:.2f}"
+        video_hz = "–" if row["video_stride_hz"] is None else f"{row['video_stride_hz']:.2f}"
+        failed = [name for name, ok in row["checks"].items() if not ok]
+        verdict = "passes" if not failed else "fails " + ", ".join(failed)
+        lines.append(f"{row['case']} | {row['frames']} | {fit['upright_share']:.2f} | "
+                     f"{fit['worst_tilt_deg']:.0f}° | {fit['max_root_step']:.2f} | {fit['root_jumps']} | "
+                     f"{hz}/{video_hz} | {row['seconds_per_frame']:.2f} | {verdict}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--assets", type=Path, default=ASSETS)
+    parser.add_argument("--cases", nargs="*", default=sorted(CASES), choices=sorted(CASES))
+    parser.add_argument("--stop", type=int, default=None, help="video frames to use (default: all)")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if not args.assets.is_dir():
+        print(f"{args.assets} is absent: nothing to measure")
+        return 0
+    module = headless.start_with_backend(headless.BackendOptions(None, "cpu", 0))
+    rows = []
+    try:
+        for name in args.cases:
+            try:
+                rows.append(run_case(CASES[name], args.assets, args.stop))
+            except Exception as exc:  # noqa: BLE001 — one case that cannot be measured is a reported row
+                rows.append({"case": name, "reason": f"{type(exc).__name__}: {exc}"})
+    finally:
+        headless.disable_extension(module)
+    print(report(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
