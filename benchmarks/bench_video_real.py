@@ -1,5 +1,6 @@
 """Motion From Video on real footage (issue 19): what a user gets from a real video, measured without
-labels, the way the panel makes it.
+labels, the way the panel makes it, with a filmstrip per case (the video's frames over the fit's, in
+docs/video_real/: derived from third-party footage, so not committed).
 
 Cases (../shared/assets): Muybridge's galloping bison (`video_muybridge_buffalo`: a fixed side camera,
 the film's plates one after another) onto the Quaternius Bull, and the imageio cockatoo
@@ -15,7 +16,7 @@ From Video operator (silhouettes by background subtraction, no keypoints, camera
 - seconds per frame of the whole extraction.
 
 Issue 19's bounds: upright ≥ 95 % of frames, no root jump, footfall frequency within 15 % of the
-video's, ≤ 1 s per frame. Labelled keypoints (PCK), silhouette IoU and filmstrips are not here yet.
+video's, ≤ 1 s per frame. Labelled keypoints (PCK) and silhouette IoU are not here yet.
 
 Run: .venv/bin/python benchmarks/bench_video_real.py [--cases buffalo cockatoo] [--stop N] [--json out.json]
 """
@@ -36,6 +37,7 @@ private_blender_resources("kirin-bench-")
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
+from kirin.benchmarks import motion_real_filmstrip as filmstrips  # noqa: E402
 from kirin.benchmarks import motion_real_support as support  # noqa: E402
 from kirin.benchmarks.bench_motion_real import gait_input  # noqa: E402
 from kirin.kirin_addon.core.canonical import canonical_rig  # noqa: E402
@@ -49,6 +51,8 @@ from kirin.operators.headless import common as headless  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parents[2] / "shared" / "assets"
 FREQUENCY_TOLERANCE = 0.15  # the fit's footfall frequency within this share of the video's
+PANELS, PANEL = 8, (240, 150)  # the filmstrip: frames shown, each panel's size
+STRIPS = Path(__file__).resolve().parents[1] / "docs" / "video_real"
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,29 @@ def video_stride(video: Path, stop: int | None) -> tuple[float | None, float]:
     return silhouette_stride_hz(masks, clip.fps), clip.fps
 
 
-def run_case(case: Case, assets: Path, stop: int | None) -> dict:
+def filmstrip(character: support.Character, action, frames: list[int], tracks: support.Tracks, video: Path,
+              stop: int | None, path: Path) -> Path:
+    """The video's frames (top row) over the fit's at the same moments (a fixed side camera)."""
+    from PIL import Image
+
+    fit = filmstrips.filmstrip(character, [filmstrips.Strip(action, frames, "fit")], (tracks.lo, tracks.hi),
+                               path, panels=PANELS, size=PANEL)
+    clip = read_video(video, stop=stop)
+    scene_fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    picks = np.linspace(0, len(frames) - 1, PANELS).round().astype(int)
+    with Image.open(fit) as below:
+        sheet = Image.new("RGB", (below.width, below.height + PANEL[1]), (255, 255, 255))
+        sheet.paste(below, (0, PANEL[1]))
+    for col, k in enumerate(picks):  # the video frame at the same time as the fit's frame
+        index = min(int(round((frames[k] - frames[0]) / scene_fps * clip.fps)), len(clip.frames) - 1)
+        image = Image.fromarray(clip.frames[index]).convert("RGB")
+        image.thumbnail(PANEL)
+        sheet.paste(image, (col * PANEL[0] + (PANEL[0] - image.width) // 2, (PANEL[1] - image.height) // 2))
+    sheet.save(path)
+    return path
+
+
+def run_case(case: Case, assets: Path, stop: int | None, strips: Path | None) -> dict:
     support.clear_scene()
     character, _ = support.load_character(assets / case.rig, headless.import_rig_file)
     video = assets / case.video
@@ -121,7 +147,10 @@ def run_case(case: Case, assets: Path, stop: int | None) -> dict:
         "footfall within 15 %": ratio is not None and abs(ratio - 1.0) <= FREQUENCY_TOLERANCE,
         "<= 1 s per frame": seconds / len(frames) <= 1.0,
     }
+    strip = None if strips is None else \
+        str(filmstrip(character, action, frames, tracks, video, stop, strips / f"{case.name}.png"))
     return {"case": case.name, "video": case.video, "rig": case.rig, "frames": len(frames),
+            "filmstrip": strip,
             "video_fps": video_fps, "seconds": seconds, "seconds_per_frame": seconds / len(frames),
             "fit": fit.as_dict(), "footfall_hz": gait.frequency_hz, "video_stride_hz": stride_hz,
             "footfall_ratio": ratio, "duty": gait.duty, "checks": checks}
@@ -151,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", nargs="*", default=sorted(CASES), choices=sorted(CASES))
     parser.add_argument("--stop", type=int, default=None, help="video frames to use (default: all)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--filmstrips", type=Path, default=STRIPS,
+                        help="where the video-over-fit filmstrips go (PNG per case)")
+    parser.add_argument("--no-filmstrips", action="store_true")
     args = parser.parse_args(argv)
     if not args.assets.is_dir():
         print(f"{args.assets} is absent: nothing to measure")
@@ -160,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in args.cases:
             try:
-                rows.append(run_case(CASES[name], args.assets, args.stop))
+                rows.append(run_case(CASES[name], args.assets, args.stop,
+                                     None if args.no_filmstrips else args.filmstrips))
             except Exception as exc:  # noqa: BLE001 — one case that cannot be measured is a reported row
                 rows.append({"case": name, "reason": f"{type(exc).__name__}: {exc}"})
     finally:

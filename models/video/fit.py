@@ -39,6 +39,12 @@ increment smoothness are the defaults, and the normalisations below are what mak
   path gets a squared-acceleration term (body sizes).
 * prior — squared 6D distance to the initial pose (a weak pull to the init: joints without evidence
   stay where the init had them), and a term keeping the raw 6D columns orthonormal.
+* upright — the trunk (the pelvis the gait controllers find, else the main root) may tilt its up
+  axis `upright_deg` (20°) from the vertical for free; beyond, the cosine it lacks costs `upright`
+  (10), in the rigid stage too (on its per-frame turns). Real footage gives poor evidence: on
+  Muybridge's bison, background subtraction finds only pieces of the legs, and without this term
+  the body tipped over to explain them (up to 36° here, 171° through the add-on). An animal that
+  really rolls over is not fitted.
 * ground — the clip stands on the ground plane of the canonical frame (where the rig's feet stand
   at rest): feet below it are penalised, and each frame's lowest foot is pulled onto it through a
   Geman-McClure of scale `ground_scale` (a frame in the air costs a bounded amount). This makes the

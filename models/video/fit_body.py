@@ -39,6 +39,7 @@ class Body:
         self.foot_heights = t(heads[np.asarray(feet, dtype=np.int64), 2])
         self.rest_heads = heads
         self.rest_rotations = rig.rest_rotations
+        self.trunk = trunk_joint(rig)
 
     def positions(self, deltas: torch.Tensor, root: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Heads and tails (…,J,3) of world deltas (…,J,3,3) with the main root at root (…,3)."""
@@ -46,6 +47,23 @@ class Body:
         heads = root[..., None, :] + self.starts + along
         tails = heads + (deltas @ self.bones[..., None])[..., 0]
         return heads, tails
+
+
+def trunk_joint(rig: Rig) -> int:
+    """The joint whose turn is the body's: the pelvis the gait controllers find, else the main root."""
+    from ...kirin_addon.generate.rig_roles import RoleError, detect_roles
+
+    try:
+        pelvis = detect_roles(rig).pelvis
+    except RoleError:
+        return rig.main_root
+    return pelvis if pelvis < rig.joint_count else rig.main_root
+
+
+def upright_penalty(rotations: torch.Tensor, free_deg: float) -> torch.Tensor:
+    """(…) how far world turns (…,3,3) tip the up axis (+Z) past `free_deg` from the vertical: the
+    cosine it lacks, 0 within the free tilt."""
+    return torch.relu(float(np.cos(np.radians(free_deg))) - rotations[..., 2, 2])
 
 
 def capsule_radii(rig_c: Rig, frame, mesh: SkinnedMesh | None, share: float) -> np.ndarray:

@@ -34,6 +34,10 @@ class VideoFitConfig:
     ground: float = 10.0  # feet below ground (squared, body sizes) and robust lowest-foot height
     ground_scale: float = 0.05  # body sizes: a frame whose lowest foot is higher counts as airborne
     scale_prior: float = 0.01  # squared log body scale (only when it is fitted)
+    # Upright: the body's up axis may tilt `upright_deg` freely; beyond, each radian of cosine costs
+    # `upright` (a real animal's trunk does not roll onto its back between two frames of a gallop).
+    upright: float = 10.0
+    upright_deg: float = 20.0
     # Projection: Geman-McClure scale as a share of the subject's 2D size, annealed.
     robust_scale: float = 0.02
     robust_scale_start: float = 0.1

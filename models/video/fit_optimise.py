@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from .. import geometry
+from .fit_body import upright_penalty
 from .fit_config import VideoFitConfig
 from .fit_problem import Problem
 
@@ -70,6 +71,7 @@ def full_fit(problem: Problem, start_deltas: torch.Tensor, start_root: torch.Ten
         terms["smooth_increment"] = diff_sq(unit6, 2, dim=0).mean() if frames > 2 else zero
         terms["smooth_root"] = diff_sq(root, 2).mean() if frames > 2 else zero
         terms["prior"] = ((unit6 - init6) ** 2).sum(-1).mean()
+        terms["upright"] = upright_penalty(deltas[:, body.trunk], config.upright_deg).mean()
         a1, a2 = rot6[..., :3], rot6[..., 3:]
         terms["orthonormal"] = ((a1.norm(dim=-1) - 1) ** 2 + (a2.norm(dim=-1) - 1) ** 2
                                 + (a1 * a2).sum(-1) ** 2).mean()
@@ -112,8 +114,10 @@ def rigid_fit(problem: Problem, rel_heads: torch.Tensor, rel_tails: torch.Tensor
         terms = problem.data_terms(heads, tails, log_scale, config.robust_scale_start, render=False, rng=None)
         # Starts from zeros: the frames drawn may hold no evidence at all (a detector that found nothing).
         loss = sum((term_weight(config, k) * v for k, v in terms.items()), torch.zeros(path.shape[0]))
+        turned = geometry.sixd_to_matrix(turns)
+        loss = loss + config.upright * upright_penalty(turned, config.upright_deg).mean(-1)
         if frames > 2:
-            unit = geometry.sixd_to_matrix(turns)[..., :2].flatten(-2)
+            unit = turned[..., :2].flatten(-2)
             loss = loss + config.smooth_rotation * diff_sq(unit, 1).mean(-1) \
                 + config.smooth_root * diff_sq(path, 2).mean(-1)
         loss.sum().backward()
