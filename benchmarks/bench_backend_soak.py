@@ -97,8 +97,8 @@ def rss_mb(pid: int) -> float | None:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
-    except OSError:
-        pass
+    except OSError:  # the process is gone
+        return None
     return None
 
 

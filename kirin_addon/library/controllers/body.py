@@ -6,7 +6,6 @@ import numpy as np
 
 from ...core.creature import Creature, Limb
 from ...core.ik import aim
-from ...core.motion import Motion, forward_kinematics
 from ...core.rotations import quat_multiply, quat_rotate
 from ...eval.metrics import run_lengths
 from .common import X_AXIS, Y_AXIS, Z_AXIS, about, smooth_upper
@@ -23,27 +22,27 @@ def tail_lift(creature: Creature) -> float:
     return float(np.arctan2(-back[2], max(back[1], 1e-9))) if back[1] > 0 else 0.0
 
 
-def clearance_lifts(creature: Creature, motion: Motion) -> tuple[np.ndarray | None, np.ndarray | None]:
+def clearance_lifts(creature: Creature, world: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
     """(T,) extra lifts (rad) about the tail's base and the neck's base keeping the tail, and the head and
     neck, above the ground (their skin too), each None where nothing dips: a long tail must not drag, nor
-    a low-headed creature's gallop nod and pitch its head into the floor."""
-    world = forward_kinematics(creature.rig, motion)  # (T,J,4,4), once for both
+    a low-headed creature's gallop nod and pitch its head into the floor (world: (T,J,4,4) poses)."""
     tail = _clearance(creature, world, creature.tail[0]) if creature.tail else None
     head = _clearance(creature, world, creature.neck[0]) if creature.neck else None
     return tail, head
 
 
-def sole_lifts(creature: Creature, motion: Motion, chains: list[list[int]],
+def sole_lifts(creature: Creature, world: np.ndarray, fps: float, chains: list[list[int]],
                planted: np.ndarray) -> np.ndarray | None:
     """(T,L) heights to raise each leg's foot target by so that the skin below its knee (hoof, paw,
     shoe) stays above the ground; None where none dips. An artist's hoof often follows the shin, not a
     foot bone, so it tilts with the shin over a planted foot and its toe sinks below the floor. A planted
     foot (planted: (T,L)) rises once for its whole stance, by its deepest dip, so it does not move; a
-    swinging one goes from one stance's lift to the next, and higher where its own skin would dip."""
-    depths = _sole_depths(creature, motion, chains)
+    swinging one goes from one stance's lift to the next, and higher where its own skin would dip
+    (world: (T,J,4,4) poses at `fps`)."""
+    depths = _sole_depths(creature, world, chains)
     if depths is None:
         return None
-    half = max(1, int(round(0.08 * motion.fps)))
+    half = max(1, int(round(0.08 * fps)))
     return np.stack([_held_in_stance(depths[:, k], planted[:, k], half) for k in range(len(chains))], axis=1)
 
 
@@ -63,14 +62,13 @@ def _held_in_stance(depth: np.ndarray, planted: np.ndarray, half: int) -> np.nda
     return np.where(known, held, np.maximum(between, lift))
 
 
-def _sole_depths(creature: Creature, motion: Motion, chains: list[list[int]]) -> np.ndarray | None:
+def _sole_depths(creature: Creature, world: np.ndarray, chains: list[list[int]]) -> np.ndarray | None:
     """(T,L) how far below the ground each leg's skin below the knee reaches (0 where it clears)."""
     mesh = creature.mesh
     if mesh is None:
         return None
     rig = creature.rig
-    world = forward_kinematics(rig, motion)
-    lifts = np.zeros((motion.frame_count, len(chains)))
+    lifts = np.zeros((world.shape[0], len(chains)))
     for k, chain in enumerate(chains):
         chosen, dominant = _following(mesh, rig.subtree(chain[-2]))
         chosen = chosen[::max(1, chosen.size // 400)]

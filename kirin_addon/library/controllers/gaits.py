@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.creature import Creature
+from ...core.motion import forward_kinematics
 from ...core.rotations import quat_multiply
 from .body import arm_limbs, clearance_lifts, pose_arms, pose_wings, sole_lifts, tail_lift
 from .common import GRAVITY, X_AXIS, Y_AXIS, Z_AXIS, ControllerError, GeneratedClip, about, smooth_upper
@@ -428,10 +429,11 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     motion, info = solve_clip(creature, pose, feet, fps, extra, planted=contacts)
     half = max(1, int(round(0.08 * fps)))
     for _ in range(3):  # a long tail must not drag, nor a low head dip, nor a hoof's toe sink
-        lift_tail, lift_head = clearance_lifts(creature, motion)
+        world = forward_kinematics(creature.rig, motion)  # one pass of FK for every clearance
+        lift_tail, lift_head = clearance_lifts(creature, world)
         lift_tail = lift_tail if pose.tail is not None else None
         lift_head = lift_head if pose.neck is not None else None
-        lift_soles = sole_lifts(creature, motion, [leg.chain for leg in legs], contacts)
+        lift_soles = sole_lifts(creature, world, fps, [leg.chain for leg in legs], contacts)
         if lift_tail is None and lift_head is None and lift_soles is None:
             break
         if lift_soles is not None:
