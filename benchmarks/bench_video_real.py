@@ -39,12 +39,19 @@ import numpy as np  # noqa: E402
 
 from kirin.benchmarks import motion_real_filmstrip as filmstrips  # noqa: E402
 from kirin.benchmarks import motion_real_support as support  # noqa: E402
+from kirin.benchmarks import video_real_scoring as scoring  # noqa: E402
 from kirin.benchmarks.bench_motion_real import gait_input  # noqa: E402
 from kirin.kirin_addon.core.canonical import canonical_rig  # noqa: E402
-from kirin.kirin_addon.eval.footage import UPRIGHT_DEG, measure_fit, silhouette_stride_hz  # noqa: E402
+from kirin.kirin_addon.eval.footage import (  # noqa: E402
+    UPRIGHT_DEG,
+    measure_fit,
+    read_labels,
+    silhouette_stride_hz,
+)
 from kirin.kirin_addon.eval.gait import measure_gait  # noqa: E402
 from kirin.kirin_addon.generate.rig_roles import detect_roles  # noqa: E402
 from kirin.kirin_addon.video.silhouettes import background_silhouettes  # noqa: E402
+from kirin.kirin_addon.video.stills import still_silhouettes  # noqa: E402
 from kirin.kirin_addon.video.video_io import read_video  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
 from kirin.operators.headless import common as headless  # noqa: E402
@@ -53,6 +60,9 @@ ASSETS = Path(__file__).resolve().parents[2] / "shared" / "assets"
 FREQUENCY_TOLERANCE = 0.15  # the fit's footfall frequency within this share of the video's
 PANELS, PANEL = 8, (240, 150)  # the filmstrip: frames shown, each panel's size
 STRIPS = Path(__file__).resolve().parents[1] / "docs" / "video_real"
+LABELS = Path(__file__).resolve().parents[1] / "data" / "video_real"
+PCK_SILHOUETTES = 0.6  # issue 19: PCK@0.1 on the labelled frames from silhouettes alone
+OVERLAY_SIDE = 400  # the overlay sheet's frames, longest side
 
 
 @dataclass(frozen=True)
@@ -60,23 +70,29 @@ class Case:
     name: str
     video: str  # under the assets
     rig: str  # under the assets
+    silhouettes: str  # the operator's silhouette source (a SILHOUETTE_ITEMS key)
+    labels: str  # the hand-labelled keypoints, under the repository's data/video_real/
+    landmarks: dict  # label → scoring.Landmark on the rig
 
 
 CASES = {
     "buffalo": Case("buffalo", "video_muybridge_buffalo/buffalo_running_1883.mp4",
-                    "quaternius/animals_pack/Bull.glb"),
-    "cockatoo": Case("cockatoo", "video_cockatoo/cockatoo.mp4", "quaternius_monsters/big/Birb.glb"),
+                    "quaternius/animals_pack/Bull.glb", "STILLS",  # the bison never leaves the plates
+                    "buffalo_keypoints.csv", scoring.BULL),
+    "cockatoo": Case("cockatoo", "video_cockatoo/cockatoo.mp4", "quaternius_monsters/big/Birb.glb",
+                     "BACKGROUND", "cockatoo_keypoints.csv", scoring.BIRB),
 }
 
 
-def extract(character: support.Character, video: Path, stop: int | None) -> tuple[object, float]:
+def extract(character: support.Character, video: Path, stop: int | None,
+            silhouettes: str) -> tuple[object, float]:
     """The operator's new action and the seconds the extraction took (the panel's defaults)."""
     headless.activate(character.arm)
     scene = bpy.context.scene
     scene.frame_start = scene.frame_end = 1
     started = time.perf_counter()
     result = bpy.ops.kirin.motion_from_video(video=str(video), first=1, last=stop or 0, stride=1,
-                                            silhouettes="BACKGROUND")
+                                            silhouettes=silhouettes)
     if result != {"FINISHED"}:
         raise support.Unmeasurable("Motion From Video failed (Blender printed the reason above)")
     return character.arm.animation_data.action, time.perf_counter() - started
@@ -97,11 +113,11 @@ def body_track(character: support.Character, frames: list[int]) -> tuple[np.ndar
     return np.array(rotations), np.array(positions), rest
 
 
-def video_stride(video: Path, stop: int | None) -> tuple[float | None, float]:
-    """(the video's stride frequency from its own silhouettes, its frame rate)."""
+def video_masks(case: Case, video: Path, stop: int | None) -> tuple[np.ndarray, float]:
+    """The video's silhouettes (T,h,w) bool, made as the case's fit makes them, and its frame rate."""
     clip = read_video(video, stop=stop, max_side=256)
-    masks = background_silhouettes(clip.frames) > 0.5
-    return silhouette_stride_hz(masks, clip.fps), clip.fps
+    cut = still_silhouettes if case.silhouettes == "STILLS" else background_silhouettes
+    return cut(clip.frames) > 0.5, clip.fps
 
 
 def filmstrip(character: support.Character, action, frames: list[int], tracks: support.Tracks, video: Path,
@@ -130,7 +146,7 @@ def run_case(case: Case, assets: Path, stop: int | None, strips: Path | None) ->
     support.clear_scene()
     character, _ = support.load_character(assets / case.rig, headless.import_rig_file)
     video = assets / case.video
-    action, seconds = extract(character, video, stop)
+    action, seconds = extract(character, video, stop, case.silhouettes)
     start, end = (int(round(v)) for v in action.frame_range)
     frames = list(range(start, end + 1))
     support.use_action(character.arm, action)
@@ -139,18 +155,28 @@ def run_case(case: Case, assets: Path, stop: int | None, strips: Path | None) ->
     tracks = support.track(character, frames)
     render = bpy.context.scene.render
     gait = measure_gait(gait_input(character, tracks, render.fps / render.fps_base))
-    stride_hz, video_fps = video_stride(video, stop)
+    masks, video_fps = video_masks(case, video, stop)
+    stride_hz = silhouette_stride_hz(masks, video_fps)
+    camera, size = scoring.fitted_camera(action)
+    labels = read_labels(LABELS / case.labels)
+    pck, scored, predicted = scoring.score_labels(character, camera, labels, case.landmarks, video_fps, start)
+    iou = scoring.silhouette_iou(character, camera, size, masks, video_fps, start)
     ratio = None if (gait.frequency_hz is None or not stride_hz) else gait.frequency_hz / stride_hz
     checks = {
         "upright >= 95 %": fit.upright_share >= 0.95,
         "no root jump": fit.root_jumps == 0,
         "footfall within 15 %": ratio is not None and abs(ratio - 1.0) <= FREQUENCY_TOLERANCE,
         "<= 1 s per frame": seconds / len(frames) <= 1.0,
+        "PCK@0.1 >= 0.6": pck >= PCK_SILHOUETTES,
     }
-    strip = None if strips is None else \
-        str(filmstrip(character, action, frames, tracks, video, stop, strips / f"{case.name}.png"))
+    strip = overlay = None
+    if strips is not None:
+        strip = str(filmstrip(character, action, frames, tracks, video, stop, strips / f"{case.name}.png"))
+        shown = read_video(video, stop=stop, max_side=OVERLAY_SIDE).frames
+        overlay = str(scoring.overlay_sheet(character, camera, size, shown, labels, predicted, video_fps,
+                                            start, strips / f"{case.name}_overlay.png"))
     return {"case": case.name, "video": case.video, "rig": case.rig, "frames": len(frames),
-            "filmstrip": strip,
+            "filmstrip": strip, "overlay": overlay, "pck": pck, "pck_points": scored, "iou": iou,
             "video_fps": video_fps, "seconds": seconds, "seconds_per_frame": seconds / len(frames),
             "fit": fit.as_dict(), "footfall_hz": gait.frequency_hz, "video_stride_hz": stride_hz,
             "footfall_ratio": ratio, "duty": gait.duty, "checks": checks}
@@ -158,7 +184,7 @@ def run_case(case: Case, assets: Path, stop: int | None, strips: Path | None) ->
 
 def report(rows: list[dict]) -> str:
     lines = [f"case | frames | upright (±{UPRIGHT_DEG:.0f}°) | worst tilt | max root step | jumps | "
-             "footfall Hz fit/video | s/frame | verdict", "-" * 100]
+             "footfall Hz fit/video | PCK@0.1 (points) | IoU | s/frame | verdict", "-" * 120]
     for row in rows:
         if "reason" in row:
             lines.append(f"{row['case']} | not measured: {row['reason']}")
@@ -170,7 +196,8 @@ def report(rows: list[dict]) -> str:
         verdict = "passes" if not failed else "fails " + ", ".join(failed)
         lines.append(f"{row['case']} | {row['frames']} | {fit['upright_share']:.2f} | "
                      f"{fit['worst_tilt_deg']:.0f}° | {fit['max_root_step']:.2f} | {fit['root_jumps']} | "
-                     f"{hz}/{video_hz} | {row['seconds_per_frame']:.2f} | {verdict}")
+                     f"{hz}/{video_hz} | {row['pck']:.2f} ({row['pck_points']}) | {row['iou']:.2f} | "
+                     f"{row['seconds_per_frame']:.2f} | {verdict}")
     return "\n".join(lines)
 
 

@@ -52,6 +52,8 @@ class KirinTrackBone(bpy.types.PropertyGroup):
 SILHOUETTE_ITEMS = [
     ("BACKGROUND", "Background", "Subtract the background: the moving creature is the silhouette (a fixed "
      "or slowly moving camera)"),
+    ("STILLS", "Each frame alone", "Segment every frame on its own, its border as the background: a "
+     "subject that never leaves its place in view, a film of photographs"),
     ("MASKS", "Mask folder", "A folder of mask images, one per video frame (white: the creature)"),
     ("NONE", "None", "Fit to keypoints and tracks only"),
 ]

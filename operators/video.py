@@ -22,8 +22,9 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 
 from ..kirin_addon.backend.client import BackendClient
 from ..kirin_addon.backend.results import ExtractResult
+from ..kirin_addon.core.camera import PinholeCamera
 from ..kirin_addon.core.rig import Rig
-from ..kirin_addon.video.request import ExtractRequest, ExtractRequestError
+from ..kirin_addon.video.request import SILHOUETTE_SOURCES, ExtractRequest, ExtractRequestError
 from . import scene_io
 from .common import BackendOperator, BackendTask, CharacterInput, connect, start_task
 from .generate import NAME_LIMIT
@@ -179,11 +180,23 @@ class VideoTask(BackendTask):
         """The motion in armature space."""
         return result.motion.transformed(np.linalg.inv(self.request.to_canonical))
 
+    def camera(self, result: ExtractResult) -> PinholeCamera | None:
+        """The camera the fit sees the video through, in armature space (None: the backend sent none)."""
+        fields = result.camera
+        if not isinstance(fields, dict):
+            return None
+        try:
+            camera = PinholeCamera(fields["focal"], fields["center"], fields["rotation"],
+                                   fields["translation"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        return camera.transformed(np.linalg.inv(self.request.to_canonical))
+
 
 def named_files(extraction: ExtractRequest) -> tuple[str, ...]:
     """The files and folders the backend is to read for this extraction (the local backend may read
     their folders: the user picked them)."""
-    masks = extraction.silhouettes if extraction.silhouettes not in ("background", "none") else None
+    masks = extraction.silhouettes if extraction.silhouettes not in SILHOUETTE_SOURCES else None
     return tuple(str(p) for p in (extraction.video, extraction.keypoints, masks) if p)
 
 
@@ -207,9 +220,22 @@ def write_result(context, task: VideoTask, result: ExtractResult, set_frame_rang
         action["kirin_video"] = extraction.video
         stop = -1 if extraction.stop is None else extraction.stop
         action["kirin_video_frames"] = [extraction.start, stop, extraction.stride]  # 0-based, stop, stride
+        camera = task.camera(result)
+        if camera is not None:  # how the fit saw the video: to render or measure the take over the footage
+            action["kirin_video_camera"] = camera_property(camera, result.report.get("image_size"))
         if set_frame_range:
             show_frames(context.scene, request.frame_start, motion.frame_count)
     return action
+
+
+def camera_property(camera: PinholeCamera, image_size) -> dict:
+    """The fitted camera as an ID property (OpenCV convention, armature space, the video's pixels)."""
+    out = {"focal": camera.focal, "center": [float(v) for v in camera.center],
+           "rotation": [float(v) for v in camera.rotation.ravel()],
+           "translation": [float(v) for v in camera.translation]}
+    if isinstance(image_size, (list, tuple)) and len(image_size) == 2:
+        out["image_size"] = [int(v) for v in image_size]
+    return out
 
 
 def report_of(task: VideoTask, result: ExtractResult, action) -> dict:

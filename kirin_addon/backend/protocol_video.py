@@ -85,7 +85,8 @@ def extract_from_json(body: dict[str, Any]) -> tuple[Rig, SkinnedMesh | None, Ex
         raise ProtocolError(f"The frame range is empty: stop ({stop}) must be after start ({start}).")
     silhouettes = body.get("silhouettes", "background")
     if not isinstance(silhouettes, str) or not silhouettes.strip():
-        raise ProtocolError("silhouettes: expected 'background', 'none' or a folder of mask images.")
+        raise ProtocolError("silhouettes: expected 'background', 'stills', 'none' or a folder of mask "
+                            "images.")
     keypoints = body.get("keypoints_path")
     keypoints = None if keypoints is None else _path(keypoints, "keypoints file")
     tracks = _tracks_from_json(body.get("tracks") or {}, rig)

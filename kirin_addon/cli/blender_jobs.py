@@ -139,7 +139,8 @@ def _add_extract_parser(sub: argparse._SubParsersAction) -> None:
     ext.add_argument("--video", required=True, help="the driving video (any container/codec FFmpeg reads)")
     ext.add_argument("--keypoints", help="2D keypoints file (JSON/CSV: frame, joint, x, y, confidence)")
     ext.add_argument("--silhouettes", default="background",
-                     help="background (subtraction; a static or slow camera), none, or a folder of masks")
+                     help="background (subtraction; a static or slow camera), stills (each frame on its own: "
+                          "a subject that never leaves its place), none, or a folder of masks")
     ext.add_argument("--start", type=int, default=0, help="first video frame (0-based)")
     ext.add_argument("--stop", type=int, help="video frame to stop before (default: the end)")
     ext.add_argument("--stride", type=int, default=1, help="use every n-th frame")

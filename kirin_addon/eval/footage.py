@@ -9,6 +9,9 @@ show can be measured on the fit alone, and one on the video alone:
   up.
 - **root path**: the body joint's step between frames in body sizes; a step over `ROOT_JUMP` is a jump
   no animal makes (a fit that flips between solutions does).
+- **labelled keypoints** (`read_labels`, `labelled_pck`): points hand-labelled on a few frames (a CSV of
+  frame, joint, x, y, confidence in the video's pixels), scored as PCK against the fit's projected
+  joints; and the **silhouette IoU** of the fit's rendered mesh against the video's mask (`mask_iou`).
 - **footfall frequency of the video** (`silhouette_stride_hz`): the spread of the silhouette's lowest
   band (the legs) rises and falls once per stride; its autocorrelation's first peak in the plausible
   band of stride periods gives the frequency. The fit's own footfall frequency is the gait measure of
@@ -19,7 +22,9 @@ Canonical frame: +Z up, the rest pose facing −Y (kirin_addon/core/canonical.py
 
 from __future__ import annotations
 
+import csv
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +32,7 @@ UPRIGHT_DEG = 25.0  # roll and pitch within this of the rest pose's: upright
 ROOT_JUMP = 0.2  # body sizes between two frames: a jump
 LEG_BAND = 0.35  # the lowest share of the silhouette's height read as legs
 STRIDE_HZ = (0.5, 4.0)  # the stride frequencies the video's measure looks between
+PCK_SHARE = 0.1  # a labelled point is found within this share of the frame's labelled extent
 
 _FORWARD, _SIDE, _UP = np.array([0.0, -1.0, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
 
@@ -115,3 +121,59 @@ def silhouette_stride_hz(masks: np.ndarray, fps: float) -> float | None:
     curve = left - 2 * centre + right
     offset = 0.5 * (left - right) / curve if curve < 0 else 0.0
     return float(fps / (best + offset))
+
+
+@dataclass
+class Labels:
+    """Hand-labelled 2D points: `points[frame][joint]` = (x, y, confidence), video pixels (x right, y
+    down, origin the top-left corner), frames 0-based video frames."""
+
+    points: dict[int, dict[str, tuple[float, float, float]]]
+
+    @property
+    def frames(self) -> list[int]:
+        return sorted(self.points)
+
+    def joints(self) -> list[str]:
+        return sorted({joint for frame in self.points.values() for joint in frame})
+
+    def subset(self, frames) -> Labels:
+        keep = set(int(f) for f in frames)
+        return Labels({f: dict(p) for f, p in self.points.items() if f in keep})
+
+
+def read_labels(path: Path) -> Labels:
+    """Labels from a CSV with the header frame, joint, x, y[, confidence] ('#' lines are comments)."""
+    rows = [line for line in Path(path).read_text().splitlines() if line.strip() and not line.startswith("#")]
+    points: dict[int, dict[str, tuple[float, float, float]]] = {}
+    for row in csv.DictReader(rows):
+        confidence = float(row.get("confidence") or 1.0)
+        points.setdefault(int(row["frame"]), {})[row["joint"].strip()] = \
+            (float(row["x"]), float(row["y"]), confidence)
+    return Labels(points)
+
+
+def labelled_pck(predicted: dict[int, dict[str, np.ndarray]], labels: Labels,
+                 share: float = PCK_SHARE) -> tuple[float, int]:
+    """(the share of labelled points whose predicted pixel lies within `share` × the larger side of the
+    frame's labelled points' bounding box, how many were scored). `predicted[frame][joint]` (2,) pixels;
+    a labelled joint with no prediction counts as missed."""
+    hits, count = 0, 0
+    for frame, truth in labels.points.items():
+        xy = np.array([p[:2] for p in truth.values()])
+        reach = share * float(np.ptp(xy, axis=0).max()) if len(xy) > 1 else 0.0
+        found = predicted.get(frame, {})
+        for joint, (x, y, _) in truth.items():
+            count += 1
+            guess = found.get(joint)
+            if guess is None or not np.all(np.isfinite(guess)):
+                continue
+            hits += int(np.hypot(*(np.asarray(guess, np.float64) - (x, y))) <= reach)
+    return (hits / count if count else 0.0), count
+
+
+def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """Intersection over union of two boolean masks of one size (1 when both are empty)."""
+    a, b = np.asarray(a, bool), np.asarray(b, bool)
+    union = np.count_nonzero(a | b)
+    return float(np.count_nonzero(a & b) / union) if union else 1.0

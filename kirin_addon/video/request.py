@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 MAX_EPOCHS = 1000
-SILHOUETTE_SOURCES = ("background", "none")  # or the path of a folder of mask images
+SILHOUETTE_SOURCES = ("background", "stills", "none")  # or the path of a folder of mask images
 
 
 class ExtractRequestError(ValueError):
@@ -28,7 +28,8 @@ class ExtractRequest:
     the keypoints file (frame, joint, x, y, confidence: JSON or CSV) and the mask folder are read by
     the backend from their paths. `tracks`: bone name → (N,2) pixel positions (x right and y down
     from the top-left corner), one row per video frame from frame 0, NaN where the bone is not
-    tracked. `silhouettes`: "background" (background subtraction), "none", or a folder of mask
+    tracked. `silhouettes`: "background" (background subtraction), "stills" (each frame segmented on
+    its own: a subject that never leaves its place, a film of photographs), "none", or a folder of mask
     images. The motion comes back at `fps` (the scene's; None: the video's); `epochs` None: the
     fitter's default; `idm` starts the fit from the rig's inverse-dynamics model when there is one;
     `mediapipe` adds MediaPipe Pose's landmarks as keypoints (humanoid rigs)."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import bpy
 
+from ...kirin_addon.video.request import SILHOUETTE_SOURCES
 from . import common as headless
 
 
@@ -16,7 +17,7 @@ from . import common as headless
 class ExtractJob:
     """Extract the motion of `video` onto `rig_file` (None: the built-in `creature` of `creature_seed`):
     video frames start, start+stride, ... < stop (0-based; stop None: to the end); `silhouettes`
-    "background", "none" or a folder of masks; `keypoints` a 2D keypoints file; `epochs` None: the
+    "background", "stills", "none" or a folder of masks; `keypoints` a 2D keypoints file; `epochs` None: the
     operator's; `idm` starts from the rig's inverse-dynamics model, `mediapipe` takes MediaPipe Pose
     keypoints (humanoids)."""
 
@@ -46,9 +47,9 @@ def _check_inputs(job: ExtractJob) -> None:
     for path, what in ((job.video, "video"), (job.keypoints, "keypoints file")):
         if path is not None and not os.path.isfile(path):
             raise FileNotFoundError(f"No such {what}: {path}")
-    if job.silhouettes not in ("background", "none") and not os.path.isdir(job.silhouettes):
-        raise FileNotFoundError(f"--silhouettes: expected background, none or a folder of masks; no folder "
-                                f"{job.silhouettes}")
+    if job.silhouettes not in SILHOUETTE_SOURCES and not os.path.isdir(job.silhouettes):
+        raise FileNotFoundError("--silhouettes: expected background, stills, none or a folder of masks; no "
+                                f"folder {job.silhouettes}")
 
 
 def _operator_options(job: ExtractJob) -> dict:
@@ -56,7 +57,7 @@ def _operator_options(job: ExtractJob) -> dict:
     options = {"video": os.path.abspath(job.video), "first": job.start + 1, "last": job.stop or 0,
                "stride": job.stride, "keypoints": os.path.abspath(job.keypoints) if job.keypoints else "",
                "idm": job.idm, "mediapipe": job.mediapipe}
-    if job.silhouettes in ("background", "none"):
+    if job.silhouettes in SILHOUETTE_SOURCES:
         options["silhouettes"] = job.silhouettes.upper()
     else:
         options["silhouettes"], options["masks"] = "MASKS", os.path.abspath(job.silhouettes)

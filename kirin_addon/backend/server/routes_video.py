@@ -43,7 +43,8 @@ class ExtractIn(Strict):
     )
     silhouettes: str = Field(
         "background", min_length=1, max_length=4096,
-        description="'background' (subtraction; a static or slow camera), 'none', or a mask folder",
+        description="'background' (subtraction; a static or slow camera), 'stills' (each frame on its "
+                    "own), 'none', or a mask folder",
     )
     fps: float | None = Field(None, ge=MIN_FPS, le=MAX_FPS, allow_inf_nan=False,
                               description="the scene's frame rate; null: the clip's")

@@ -150,7 +150,8 @@ class ExtractService:
         """The silhouette source; a mask folder as its resolved path, refused unless it holds masks."""
         if silhouettes in SILHOUETTE_SOURCES:
             return silhouettes
-        folder = self.files.folder(silhouettes, "silhouettes ('background', 'none' or a mask folder)")
+        folder = self.files.folder(silhouettes,
+                                   "silhouettes ('background', 'stills', 'none' or a mask folder)")
         if not self.files.mask_files(folder, "silhouettes"):
             raise ProtocolError(f"silhouettes: the folder {os.path.basename(folder)} holds no PNG mask "
                                 "images.")
@@ -242,7 +243,8 @@ class ExtractService:
         name = os.path.basename(request.video)
         report(0.0, f"reading {name}")
         # Background subtraction and MediaPipe need the pixels; masks and keypoints files do not.
-        side = FRAME_SIDE if request.silhouettes == "background" or job.mediapipe is not None else 64
+        pixels = request.silhouettes in ("background", "stills") or job.mediapipe is not None
+        side = FRAME_SIDE if pixels else 64
         clip = read_video(request.video, request.start, request.stop, request.stride, max_side=side)
         frames = np.asarray(clip.frames)
         count = int(frames.shape[0])
@@ -263,6 +265,7 @@ class ExtractService:
         and the keypoints among it; the clip's pixels are let go."""
         from ...video.evidence import combine
         from ...video.silhouettes import background_silhouettes, mask_silhouettes
+        from ...video.stills import still_silhouettes
         from ...video.tracks import tracks_evidence
 
         indices, source = clip.indices, job.request.silhouettes
@@ -280,6 +283,9 @@ class ExtractService:
         if source == "background":
             report(0.06, "separating the subject from the background")
             silhouettes = background_silhouettes(clip.frames)  # VideoError: no moving subject
+        elif source == "stills":
+            report(0.06, "separating the subject from each frame's surroundings")
+            silhouettes = still_silhouettes(clip.frames)  # VideoError: no subject inside the borders
         elif source != "none":
             files = self.files.mask_files(source, "silhouettes")
             if int(indices[-1]) >= len(files):
