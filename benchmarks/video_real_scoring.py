@@ -28,9 +28,9 @@ class Landmark:
     along: float = 0.0  # 0: the bone's head, 1: its tail
 
 
-# The labels' joints on the Quaternius Bull (its left side is the near side in the bison film).
+# The labels' joints on the Quaternius Bull (the bison film shows its right flank).
 BULL = {"head": Landmark("Head", 0.5), "tail_base": Landmark("Tail1"),
-        "shoulder.L": Landmark("FrontUpperLeg.L"), "hip.L": Landmark("BackLeg.L"),
+        "shoulder.R": Landmark("FrontUpperLeg.R"), "hip.R": Landmark("BackLeg.R"),
         **{f"front_knee.{s}": Landmark(f"FrontLowerLeg.{s}") for s in "LR"},
         **{f"front_foot.{s}": Landmark(f"FrontLowerLeg.{s}", 1.0) for s in "LR"},
         **{f"hock.{s}": Landmark(f"BackLowerLeg.{s}") for s in "LR"},

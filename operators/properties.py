@@ -57,6 +57,14 @@ SILHOUETTE_ITEMS = [
     ("MASKS", "Mask folder", "A folder of mask images, one per video frame (white: the creature)"),
     ("NONE", "None", "Fit to keypoints and tracks only"),
 ]
+FACING_ITEMS = [
+    ("AUTO", "Auto", "Let the fit decide (a silhouette alone cannot tell the creature's front from its "
+     "back)"),
+    ("RIGHT", "Right", "The head points to the video's right at its first frame"),
+    ("LEFT", "Left", "The head points to the video's left at its first frame"),
+    ("TOWARD", "Toward the camera", "The creature comes toward the camera at the video's first frame"),
+    ("AWAY", "Away from the camera", "The creature goes away from the camera at the video's first frame"),
+]
 WALK_METHODS = [
     ("GUIDED", "Guided", "Per-joint slerp of the keys, corrected by the pose prior (keys exact)"),
     ("LATENT", "Latent", "ViPS' walk: the keys DDIM-inverted into the prior's noise, slerped there and "
@@ -100,6 +108,11 @@ class KirinSceneSettings(bpy.types.PropertyGroup):
     video_idm: BoolProperty(name="Inverse-dynamics start", default=False,
                             description="Start the fit from the rig's inverse-dynamics model, when the "
                             "backend has one")
+    video_gait: StringProperty(name="Gait", default="auto",
+                               description="The gait the fit starts from, at the stride the silhouettes "
+                               "show: auto (the rig's nearest), none, or words naming one (\"gallop\")")
+    video_facing: EnumProperty(name="Facing", items=FACING_ITEMS, default="AUTO",
+                               description="Where the creature's head points in the video's first frame")
     video_mediapipe: BoolProperty(name="MediaPipe Pose", default=False,
                                   description="Humanoid rigs: find the person's joints in the video with "
                                   "MediaPipe Pose (in the backend's own MediaPipe environment)")

@@ -28,7 +28,7 @@ from ..kirin_addon.video.request import SILHOUETTE_SOURCES, ExtractRequest, Extr
 from . import scene_io
 from .common import BackendOperator, BackendTask, CharacterInput, connect, start_task
 from .generate import NAME_LIMIT
-from .properties import SILHOUETTE_ITEMS
+from .properties import FACING_ITEMS, SILHOUETTE_ITEMS
 from .retarget import NeedsArmature
 from .scene_change import SceneChange, show_frames, write_failure
 
@@ -52,6 +52,8 @@ class VideoSettings:
     epochs: int
     idm: bool
     mediapipe: bool = False
+    gait: str = "auto"
+    facing: str = "AUTO"  # a FACING_ITEMS key
 
 
 @dataclass
@@ -108,7 +110,8 @@ def read_request(context, settings: VideoSettings) -> VideoInput:
     try:
         asked = ExtractRequest(settings.video, settings.first - 1, settings.last or None,
                                int(settings.stride), epochs=settings.epochs, idm=bool(settings.idm),
-                               mediapipe=bool(settings.mediapipe)).check()
+                               mediapipe=bool(settings.mediapipe), gait=settings.gait.strip(),
+                               facing=settings.facing.lower()).check()
     except ExtractRequestError as exc:
         raise scene_io.SceneError(str(exc)) from None
     movie = _movie_clip(settings.clip)
@@ -251,6 +254,8 @@ def report_of(task: VideoTask, result: ExtractResult, action) -> dict:
         "mesh": request.mesh is not None,
         "keypoints": extraction.keypoints,
         "mediapipe": extraction.mediapipe,
+        "gait": extraction.gait,
+        "facing": extraction.facing,
         "tracks": sorted(extraction.tracks or {}),
         "silhouettes": extraction.silhouettes,
         "epochs": extraction.epochs,
@@ -281,6 +286,8 @@ class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Opera
     epochs: IntProperty(name="Epochs", default=20)
     idm: BoolProperty(name="Inverse-dynamics start", default=False)
     mediapipe: BoolProperty(name="MediaPipe Pose", default=False)
+    gait: StringProperty(name="Gait", default="auto")
+    facing: EnumProperty(name="Facing", items=FACING_ITEMS, default="AUTO")
     timeout: FloatProperty(name="Timeout (s)", default=3600.0, min=1.0, options={"HIDDEN", "SKIP_SAVE"})
 
     def _settings(self, context) -> VideoSettings:
@@ -289,7 +296,8 @@ class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Opera
                  "stride": scene.video_stride, "keypoints": scene.video_keypoints,
                  "silhouettes": scene.video_silhouettes, "masks": scene.video_masks,
                  "clip": scene.video_clip.name if scene.video_clip is not None else "",
-                 "epochs": scene.video_epochs, "idm": scene.video_idm, "mediapipe": scene.video_mediapipe}
+                 "epochs": scene.video_epochs, "idm": scene.video_idm, "mediapipe": scene.video_mediapipe,
+                 "gait": scene.video_gait, "facing": scene.video_facing}
         return VideoSettings(**{name: getattr(self, name) if self.properties.is_property_set(name) else value
                                 for name, value in panel.items()})
 

@@ -145,6 +145,8 @@ class KIRIN_PT_video(_KirinSection, bpy.types.Panel):
         row = layout.row(align=True)
         row.prop(settings, "video_epochs")
         row.prop(settings, "video_idm", toggle=True, text="IDM start")
+        layout.prop(settings, "video_gait")
+        layout.prop(settings, "video_facing")
         layout.operator("kirin.motion_from_video", icon="FILE_MOVIE")
 
 

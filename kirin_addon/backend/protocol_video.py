@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core.rig import Rig
 from ..core.skinning import SkinnedMesh
-from ..video.request import MAX_EPOCHS, ExtractRequest
+from ..video.request import FACING_AUTO, GAIT_AUTO, MAX_EPOCHS, ExtractRequest, ExtractRequestError
 from .protocol import (
     MAX_FPS,
     MIN_FPS,
@@ -43,6 +43,8 @@ def extract_to_json(rig: Rig, request: ExtractRequest, mesh: SkinnedMesh | None 
         "stride": int(request.stride),
         "silhouettes": str(request.silhouettes),
         "idm": bool(request.idm),
+        "gait": str(request.gait),
+        "facing": str(request.facing),
     }
     if request.mediapipe:
         body["mediapipe"] = True
@@ -99,8 +101,12 @@ def extract_from_json(body: dict[str, Any]) -> tuple[Rig, SkinnedMesh | None, Ex
     idm = body.get("idm", False)
     if not isinstance(idm, bool):
         raise ProtocolError("idm: expected true or false.")
-    request = ExtractRequest(video, start, stop, stride, keypoints, tracks, silhouettes, fps, epochs, idm,
-                             mediapipe)
+    gait, facing = body.get("gait", GAIT_AUTO), body.get("facing", FACING_AUTO)
+    try:
+        request = ExtractRequest(video, start, stop, stride, keypoints, tracks, silhouettes, fps, epochs, idm,
+                                 mediapipe, gait, facing).check()
+    except ExtractRequestError as exc:
+        raise ProtocolError(str(exc)) from None
     return rig, mesh, request
 
 

@@ -146,6 +146,12 @@ def _add_extract_parser(sub: argparse._SubParsersAction) -> None:
     ext.add_argument("--stride", type=int, default=1, help="use every n-th frame")
     ext.add_argument("--epochs", type=int, help="fit epochs (default: the panel's, 20)")
     ext.add_argument("--idm", action="store_true", help="start from the rig's inverse-dynamics model")
+    ext.add_argument("--gait", default="auto",
+                     help="the gait the fit starts from at the video's stride: auto, none, or words naming "
+                          "one ('gallop')")
+    ext.add_argument("--facing", default="auto", choices=("auto", "left", "right", "toward", "away"),
+                     help="where the creature's head points in the video's first frame (a silhouette "
+                          "cannot tell front from back)")
     ext.add_argument("--mediapipe", action="store_true",
                      help="humanoid rigs: MediaPipe Pose keypoints (needs the backend's .venv-mediapipe)")
     ext.add_argument("--fps", type=int, default=30, help="scene frame rate; the motion is resampled to it")

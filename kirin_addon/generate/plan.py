@@ -46,6 +46,7 @@ class Segment:
     share: float  # of the clip's length
     pace: float = 1.0  # multiplies the gait's own speed
     direction: str = "forward"
+    frequency: float | None = None  # the stride frequency asked (Hz; a video's), instead of the tempo's
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class MotionPlan:
             if tempo is not None:
                 segment.update(frequency=tempo.frequency, tempo_from=list(tempo.source),
                                **tempo.gait_overrides())
+            if s.frequency is not None:
+                segment["frequency"] = float(s.frequency)
             out.append(segment)
         return out
 

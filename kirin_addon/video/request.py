@@ -13,6 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 MAX_EPOCHS = 1000
+GAIT_AUTO, GAIT_NONE = "auto", "none"
+FACING_AUTO = "auto"
+FACINGS = (FACING_AUTO, "left", "right", "toward", "away")
+MAX_GAIT_TEXT = 200
 SILHOUETTE_SOURCES = ("background", "stills", "none")  # or the path of a folder of mask images
 
 
@@ -32,7 +36,13 @@ class ExtractRequest:
     its own: a subject that never leaves its place, a film of photographs), "none", or a folder of mask
     images. The motion comes back at `fps` (the scene's; None: the video's); `epochs` None: the
     fitter's default; `idm` starts the fit from the rig's inverse-dynamics model when there is one;
-    `mediapipe` adds MediaPipe Pose's landmarks as keypoints (humanoid rigs)."""
+    `mediapipe` adds MediaPipe Pose's landmarks as keypoints (humanoid rigs). `gait`: the gait the fit
+    starts from and is held near where the evidence is silent, at the stride frequency the silhouettes
+    show — "auto" (the rig's gait whose calibrated tempo is nearest it), words naming one ("gallop", "a
+    bison galloping"), or "none" (no gait: the rest pose or the inverse-dynamics model starts the fit).
+    `facing`: where the creature's head points in the video at its first frame — "left", "right",
+    "toward" or "away" (the camera) — or "auto": a silhouette cannot tell front from back, and an
+    artist's rig fits a real animal's silhouette mirrored as well as not."""
 
     video: str | os.PathLike
     start: int = 0
@@ -45,6 +55,8 @@ class ExtractRequest:
     epochs: int | None = None
     idm: bool = False
     mediapipe: bool = False
+    gait: str = GAIT_AUTO
+    facing: str = FACING_AUTO
 
     def check(self) -> ExtractRequest:
         """The request itself when its frame range, stride and epochs can be fitted, in the panel's
@@ -59,6 +71,11 @@ class ExtractRequest:
             raise ExtractRequestError(f"The stride must be 1 or more, got {self.stride}.")
         if self.epochs is not None and not 1 <= self.epochs <= MAX_EPOCHS:
             raise ExtractRequestError(f"Epochs must be from 1 to {MAX_EPOCHS}, got {self.epochs}.")
+        if not isinstance(self.gait, str) or not self.gait.strip() or len(self.gait) > MAX_GAIT_TEXT:
+            raise ExtractRequestError(f"The gait is '{GAIT_AUTO}', '{GAIT_NONE}' or a few words naming one "
+                                      f"(at most {MAX_GAIT_TEXT} characters).")
+        if self.facing not in FACINGS:
+            raise ExtractRequestError(f"Facing is one of {', '.join(FACINGS)}, got '{self.facing}'.")
         return self
 
     @property

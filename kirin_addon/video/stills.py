@@ -4,10 +4,11 @@ filling a fixed camera's view. Background subtraction finds nothing there: the p
 is the subject itself.
 
 Each frame is cut by GrabCut (OpenCV, imported lazily: the backend's dependency) seeded with the frame's
-border as background and the rest as probably the subject. Monochrome footage gives GrabCut's colour
-models too little to tell a grey animal from a grey sky or ground, so it is given three other channels
-there: brightness, local texture (fur against a smooth sky) and height in the frame (ground below, sky
-above). Masks are (T,h,w) float32 in [0,1], the longer side at most `max_side`.
+border as background and the rest as probably the subject; legs that GrabCut loses against a ground of
+their shades are then grown down from the mask row by row (`_grow_legs`). Monochrome footage gives
+GrabCut's colour models too little to tell a grey animal from a grey sky or ground, so it is given three
+other channels there: brightness, local texture (fur against a smooth sky) and height in the frame
+(ground below, sky above). Masks are (T,h,w) float32 in [0,1], the longer side at most `max_side`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ MONOCHROME_SPREAD = 6.0  # median channel spread (0–255) below which footage c
 TEXTURE_HALF = 6.0  # local standard deviation (0–255) mapped to half the texture channel's range
 HEIGHT_RANGE = 150.0  # the height channel runs 0 (top) … this (bottom): a prior, weaker than brightness
 GRAIN_SIGMA = 1.0  # pixels: the brightness channel's smoothing
+LEG_WIDEN = 2  # pixels a leg may move sideways from one row to the next as it is grown down
+LEG_REACH = 20  # pixels: the background beside a pixel, and the subject above it, are read this far
+LEG_CONTRAST = 1.0  # median absolute deviations of the background a leg pixel must stand out by
 HELD_FRAME = 0.5  # mean absolute difference (0–255) below which a frame repeats the previous one
 SMALL_HOLE_SHARE = 0.01  # holes in a mask below this share of it are filled (an eye, a highlight)
 
@@ -84,6 +88,44 @@ def _fill_small_holes(mask: np.ndarray) -> np.ndarray:
     return out
 
 
+def _grow_legs(grey: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The mask grown downwards, row by row, into pixels under its lower edge (a leg going on into the
+    ground) that stand out from the background beside them and look like the subject above them.
+
+    GrabCut loses a leg where the ground behind it has the leg's shades somewhere (a speckled field):
+    its colour models are global. Row by row, a pixel just below the mask (LEG_WIDEN pixels to either
+    side) joins it when it differs from the median of the free pixels within LEG_REACH of it by more
+    than LEG_CONTRAST of their spread and is nearer the shade of the mask just above it."""
+    cv2 = _cv2()
+    height, width = mask.shape
+    out = mask.copy()
+    values = cv2.GaussianBlur(grey.astype(np.float32), (0, 0), GRAIN_SIGMA)
+    rows = np.flatnonzero(mask.any(axis=1))
+    if rows.size == 0:
+        return out
+    widen = np.ones((1, 2 * LEG_WIDEN + 1), np.uint8)
+    for r in range(rows[0] + 1, height):
+        above = out[r - 1]
+        candidates = (cv2.dilate(above.astype(np.uint8)[None], widen)[0] > 0) & ~out[r]
+        if not candidates.any():
+            continue
+        free = ~out[r]
+        top = max(0, r - LEG_REACH)
+        for x in np.flatnonzero(candidates):
+            lo, hi = max(0, x - LEG_REACH), min(width, x + LEG_REACH + 1)
+            beside = values[r, lo:hi][free[lo:hi]]
+            inside = values[top:r, lo:hi][out[top:r, lo:hi]]
+            if beside.size < 5 or inside.size < 3:
+                continue
+            background = float(np.median(beside))
+            spread = float(np.median(np.abs(beside - background))) + 2.0
+            subject = float(np.median(inside))
+            value = float(values[r, x])
+            apart = abs(value - background)
+            out[r, x] = apart > LEG_CONTRAST * spread and abs(value - subject) < apart
+    return out
+
+
 def _segment(features: np.ndarray) -> np.ndarray:
     """One frame's subject: GrabCut from the border as background, then its largest component."""
     cv2 = _cv2()
@@ -124,7 +166,7 @@ def still_silhouettes(frames: np.ndarray, max_side: int = 256) -> np.ndarray:
             masks[t] = masks[t - 1]
             continue
         features = _grey_features(image) if monochrome else np.clip(image, 0, 255).astype(np.uint8)
-        masks[t] = _segment(features)
+        masks[t] = _largest_component(_grow_legs(image.mean(-1), _segment(features)))
         previous = image
     cover = masks.mean((1, 2))
     plausible = (cover >= MIN_COVER) & (cover <= MAX_COVER)

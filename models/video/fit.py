@@ -99,7 +99,7 @@ PCK@0.1 of the rigid stage alone → the fit; given camera / estimated camera):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -120,25 +120,27 @@ from .fit_start import estimate_camera, initial_root_path
 
 
 def fit_motion(rig: Rig, evidence, mesh: SkinnedMesh | None = None, config: VideoFitConfig | None = None,
-               init: Motion | None = None, camera: PinholeCamera | None = None,
+               init: Motion | Sequence[Motion] | None = None, camera: PinholeCamera | None = None,
                progress: Callable[[float], None] | None = None) -> VideoFitResult:
     """Fit a motion of `rig` to 2D evidence of a video (see the module docstring).
 
     `evidence`: an `Evidence2D` (image_size (W,H), fps, points (T,J,2) px with NaN where unknown,
     confidence (T,J), silhouettes (T,h,w) or None), one keypoint column per rig joint (its head).
     `init`: a starting motion on the rig (same frame count; e.g. the inverse-dynamics model's
-    prediction); rest pose otherwise. `camera`: the video's camera in armature space; estimated
-    when None. `progress(fraction)` is called as the fit goes; an exception it raises stops the
-    fit and propagates."""
+    prediction), or several (a gait at the phases of its cycle: the rigid stage keeps the one, and the
+    heading, that explain the evidence best); rest pose otherwise. `camera`: the video's camera in
+    armature space; estimated when None. `progress(fraction)` is called as the fit goes; an exception
+    it raises stops the fit and propagates."""
     started = time.perf_counter()
     config = config or VideoFitConfig()
     rig.validate()
     ev = check_evidence(evidence, rig, config)
     frames = ev.points.shape[0]
-    if init is not None:
-        init.check_rig(rig)
-        if init.frame_count != frames:
-            raise VideoFitError(f"The initial motion has {init.frame_count} frames but the video evidence "
+    starts = [] if init is None else [init] if isinstance(init, Motion) else list(init)
+    for start in starts:
+        start.check_rig(rig)
+        if start.frame_count != frames:
+            raise VideoFitError(f"The initial motion has {start.frame_count} frames but the video evidence "
                                 f"has {frames}.")
     frame = detect_canonical_frame(rig, up=config.up_axis, forward=config.forward_axis,
                                    mesh_vertices=None if mesh is None else mesh.vertices)
@@ -148,20 +150,21 @@ def fit_motion(rig: Rig, evidence, mesh: SkinnedMesh | None = None, config: Vide
     generator = torch.Generator().manual_seed(config.seed)
     report_progress(progress, 0.0)
 
-    # Initial pose (canonical world deltas) and camera.
-    if init is not None:
-        deltas_arm = quat_to_matrix(world_deltas(rig, init))
-        deltas0 = frame.to_canonical_rotations(deltas_arm)
+    # Initial poses (canonical world deltas, (P,T,J,3,3): one per start) and camera.
+    if starts:
+        deltas0 = np.stack([frame.to_canonical_rotations(quat_to_matrix(world_deltas(rig, start)))
+                            for start in starts])
     else:
-        deltas0 = np.broadcast_to(np.eye(3), (frames, rig.joint_count, 3, 3)).copy()
+        deltas0 = np.broadcast_to(np.eye(3), (1, frames, rig.joint_count, 3, 3)).copy()
     estimated = camera is None
     camera_c = estimate_camera(ev, body, config) if estimated else camera.transformed(frame.matrix())
     fit_scale = (not estimated) if config.fit_scale is None else bool(config.fit_scale)
     fit_scale = fit_scale and body.feet.numel() > 0
     problem = Problem(body, ev, camera_c, config)
     # The init's root path is in the given camera's world: it starts the first heading hypothesis.
-    init_path = frame.to_canonical_points(init.root_positions) if init is not None and not estimated else None
-    start_deltas, start_root, yaw = _rigid_stage(problem, deltas0, init_path, camera_c, config, progress)
+    init_path = frame.to_canonical_points(starts[0].root_positions) if starts and not estimated else None
+    start_deltas, start_root, yaw, chosen = _rigid_stage(problem, deltas0, init_path, camera_c, config,
+                                                         progress)
 
     # Full stage: all rotations, root path, body scale.
     deltas_c, root_c, scale, losses = full_fit(problem, start_deltas, start_root, fit_scale, config,
@@ -184,6 +187,8 @@ def fit_motion(rig: Rig, evidence, mesh: SkinnedMesh | None = None, config: Vide
         "camera_estimated": estimated,
         "scale_fitted": fit_scale,
         "heading_deg": float(np.degrees(yaw)),
+        "starts": len(deltas0),
+        "start_chosen": chosen,
         "steps": config.epochs * config.steps_per_epoch,
         "rigid_steps": config.rigid_steps,
         "losses": losses,
@@ -196,40 +201,71 @@ def fit_motion(rig: Rig, evidence, mesh: SkinnedMesh | None = None, config: Vide
 
 def _rigid_stage(problem: Problem, deltas0: np.ndarray, init_path: np.ndarray | None,
                  camera_c: PinholeCamera, config: VideoFitConfig,
-                 progress: Callable[[float], None] | None) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Per-frame root rotation + translation for each initial heading, on a subset of frames; the
-    best heading is then refined on all frames. Returns the turned initial deltas (T,J,3,3), the
-    root path (T,3) the full stage starts from, and the winning heading (radians)."""
-    body, frames = problem.body, deltas0.shape[0]
+                 progress: Callable[[float], None] | None) -> tuple[torch.Tensor, torch.Tensor, float, int]:
+    """Per-frame root rotation + translation for each start (P of them, deltas0 (P,T,J,3,3)) turned to
+    each initial heading, on a subset of frames; the best start and heading is then refined on all
+    frames. Returns its turned deltas (T,J,3,3), the root path (T,3) the full stage starts from, the
+    winning heading (radians) and the winning start's index."""
+    body, count, frames = problem.body, deltas0.shape[0], deltas0.shape[1]
     yaws = np.arange(max(config.init_yaws, 1)) * (2 * np.pi / max(config.init_yaws, 1))
     d0 = torch.as_tensor(deltas0, dtype=torch.float32)
-    with torch.no_grad():  # the initial pose about its main root: the rigid stage only turns it
-        rel_heads, rel_tails = body.positions(d0, torch.zeros(frames, 3))
-    paths = []
+    with torch.no_grad():  # each start's pose about its main root: the rigid stage only turns it
+        rel_heads, rel_tails = (p.reshape(count, frames, *p.shape[1:])
+                                for p in body.positions(d0.flatten(0, 1), torch.zeros(count * frames, 3)))
+    paths = []  # per heading, from the first start (the phase of a gait barely moves the evidence's centre)
     for h, yaw in enumerate(yaws):
-        turned = (torch.as_tensor(yaw_matrix(yaw), dtype=torch.float32) @ d0).numpy().astype(np.float64)
+        turned = (torch.as_tensor(yaw_matrix(yaw), dtype=torch.float32) @ d0[0]).numpy().astype(np.float64)
         if init_path is not None and h == 0:
             paths.append(init_path)
         else:
             paths.append(initial_root_path(problem, body, turned, camera_c, 1.0))
     subset = np.unique(np.linspace(0, frames - 1, min(frames, config.rigid_frames)).round().astype(np.int64))
-    turns = np.broadcast_to(yaw_matrix(yaws)[:, None], (len(yaws), len(subset), 3, 3))
+    # Hypothesis h is start h // len(yaws) at heading h % len(yaws).
+    which = np.repeat(np.arange(count), len(yaws))
+    turns = np.broadcast_to(np.tile(yaw_matrix(yaws), (count, 1, 1))[:, None],
+                            (count * len(yaws), len(subset), 3, 3))
     search = problem.restricted(subset)
-    score, turns6, roots = rigid_fit(search, rel_heads[subset], rel_tails[subset], matrix_to_6d(turns),
-                                     np.stack(paths)[:, subset], config, config.rigid_steps)
-    best = int(torch.argmin(score))
+    barred = _facing_barred(config.facing, yaws, deltas0[:, 0, body.trunk], camera_c)  # (P,Y)
+    pose = (lambda p: p[0][subset]) if count == 1 else (lambda p: p[which][:, subset])  # noqa: E731
+    score, turns6, roots = rigid_fit(search, pose(rel_heads), pose(rel_tails),
+                                     matrix_to_6d(turns), np.tile(np.stack(paths), (count, 1, 1))[:, subset],
+                                     config, config.rigid_steps)
+    best = int(torch.argmin(torch.where(torch.as_tensor(barred.ravel()), torch.inf, score)))
+    chosen = int(which[best])
     report_progress(progress, 0.08)
     # The winner on every frame: the subset's rotations and root path interpolated, then refined.
     index = np.arange(frames)
     turn_all = np.stack([np.interp(index, subset, turns6[best, :, k]) for k in range(6)], -1)
     root_all = np.stack([np.interp(index, subset, roots[best, :, k]) for k in range(3)], -1)
-    _, turns6, roots = rigid_fit(problem, rel_heads, rel_tails, turn_all[None], root_all[None], config,
-                                 config.rigid_steps // 2, score=False)
+    _, turns6, roots = rigid_fit(problem, rel_heads[chosen], rel_tails[chosen], turn_all[None],
+                                 root_all[None], config, config.rigid_steps // 2, score=False)
     with torch.no_grad():
-        start_deltas = geometry.sixd_to_matrix(torch.as_tensor(turns6[0], dtype=torch.float32))[:, None] @ d0
+        turn = geometry.sixd_to_matrix(torch.as_tensor(turns6[0], dtype=torch.float32))[:, None]
+        start_deltas = turn @ d0[chosen]
         start_root = torch.as_tensor(roots[0], dtype=torch.float32)
     report_progress(progress, 0.15)
-    return start_deltas, start_root, float(yaws[best])
+    return start_deltas, start_root, float(yaws[best % len(yaws)]), chosen
+
+
+FACINGS = ("left", "right", "toward", "away")  # where the subject's head points in the video
+_FACING_SHARE = 0.5  # of the forward axis that must point that way in the camera's frame
+
+
+def _facing_barred(facing: str | None, yaws: np.ndarray, trunk0: np.ndarray,
+                   camera_c: PinholeCamera) -> np.ndarray:
+    """(P,Y) bool: the hypotheses (start p turned to heading y) whose body at the first frame does not
+    face as the user said (`facing` None: none barred; a silhouette cannot tell its front from its
+    back: a bison's massive forequarters look like a bull's rump). `trunk0` (P,3,3): each start's
+    trunk turn at its first frame."""
+    barred = np.zeros((len(trunk0), len(yaws)), bool)
+    if facing is None:
+        return barred
+    forward = np.einsum("yab,pbc,c->pya", yaw_matrix(yaws), trunk0, np.array([0.0, -1.0, 0.0]))
+    seen = forward @ camera_c.rotation.T  # in the camera's frame: x right, z away
+    x, z = seen[..., 0], seen[..., 2]
+    along = {"right": x, "left": -x, "toward": -z, "away": z}[facing]
+    barred = along < _FACING_SHARE
+    return np.zeros_like(barred) if barred.all() else barred
 
 
 def _on_user_rig(rig: Rig, frame: CanonicalFrame, deltas_c: np.ndarray, root_c: np.ndarray,

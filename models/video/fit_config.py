@@ -30,6 +30,7 @@ class VideoFitConfig:
     silhouette_chamfer: float = 10.0  # both chamfer directions, in subject sizes
     smooth_root: float = 10.0  # squared root acceleration, body sizes
     prior: float = 0.01  # squared 6D distance to the initial pose
+    gait_prior: float = 1.0  # ... its weight when the starts are a gait (generate/gait_cycle.py)
     orthonormal: float = 0.1  # keeps the raw 6D columns unit and orthogonal
     ground: float = 10.0  # feet below ground (squared, body sizes) and robust lowest-foot height
     ground_scale: float = 0.05  # body sizes: a frame whose lowest foot is higher counts as airborne
@@ -55,6 +56,7 @@ class VideoFitConfig:
     camera_elevation_deg: float = 10.0
     align_start: bool = True  # estimated camera: start at the rig's rest place, facing its forward
     # Rigid heading search.
+    facing: str | None = None  # "left", "right", "toward", "away": where the head points in the video
     init_yaws: int = 8
     rigid_frames: int = 12  # frames the heading search runs on (evenly spaced)
     rigid_steps: int = 80  # steps of the search; half as many refine the winner on all frames

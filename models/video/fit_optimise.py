@@ -95,17 +95,19 @@ def rigid_fit(problem: Problem, rel_heads: torch.Tensor, rel_tails: torch.Tensor
                roots: np.ndarray, config: VideoFitConfig, steps: int,
                score: bool = True) -> tuple[torch.Tensor | None, np.ndarray, np.ndarray]:
     """Fit per-frame rigid turns (H,T,6) and root paths (H,T,3) of a fixed pose (heads and tails
-    (T,J,3) about the main root) for H hypotheses at once; returns each one's data loss and the
-    fitted parameters."""
+    (T,J,3) about the main root, or (H,T,J,3): a pose per hypothesis) for H hypotheses at once; returns
+    each one's data loss and the fitted parameters."""
     turns = torch.tensor(turns6, dtype=torch.float32, requires_grad=True)
     path = torch.tensor(roots, dtype=torch.float32, requires_grad=True)
     optimiser = Adam([{"params": [turns, path], "lr": config.lr_rigid}])
     log_scale = torch.zeros(())
     frames = path.shape[1]
+    shared = rel_heads.dim() == 3  # one pose for every hypothesis
+    product = "htxy,tjy->htjx" if shared else "htxy,htjy->htjx"
 
     def pose(turns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         g = geometry.sixd_to_matrix(turns)
-        move = lambda points: torch.einsum("htxy,tjy->htjx", g, points) + path[:, :, None]  # noqa: E731
+        move = lambda points: torch.einsum(product, g, points) + path[:, :, None]  # noqa: E731
         return move(rel_heads), move(rel_tails)
 
     for _ in range(steps):

@@ -17,9 +17,10 @@ from . import common as headless
 class ExtractJob:
     """Extract the motion of `video` onto `rig_file` (None: the built-in `creature` of `creature_seed`):
     video frames start, start+stride, ... < stop (0-based; stop None: to the end); `silhouettes`
-    "background", "stills", "none" or a folder of masks; `keypoints` a 2D keypoints file; `epochs` None: the
-    operator's; `idm` starts from the rig's inverse-dynamics model, `mediapipe` takes MediaPipe Pose
-    keypoints (humanoids)."""
+    "background", "stills", "none" or a folder of masks; `keypoints` a 2D keypoints file; `epochs` None:
+    the operator's; `idm` starts from the rig's inverse-dynamics model, `gait` names the gait the fit
+    starts from ("auto", "none" or words), `facing` where its head points ("auto", "left", "right",
+    "toward", "away"), `mediapipe` takes MediaPipe Pose keypoints (humanoids)."""
 
     video: str
     out: str
@@ -35,6 +36,8 @@ class ExtractJob:
     creature_seed: int = 0
     idm: bool = False
     mediapipe: bool = False
+    gait: str = "auto"
+    facing: str = "auto"
     report: str | None = None
     backend: headless.BackendOptions = field(default_factory=headless.BackendOptions)
 
@@ -56,7 +59,8 @@ def _operator_options(job: ExtractJob) -> dict:
     """The Motion From Video operator's arguments for the job (its frames are 1-based)."""
     options = {"video": os.path.abspath(job.video), "first": job.start + 1, "last": job.stop or 0,
                "stride": job.stride, "keypoints": os.path.abspath(job.keypoints) if job.keypoints else "",
-               "idm": job.idm, "mediapipe": job.mediapipe}
+               "idm": job.idm, "mediapipe": job.mediapipe, "gait": job.gait,
+               "facing": job.facing.upper()}
     if job.silhouettes in SILHOUETTE_SOURCES:
         options["silhouettes"] = job.silhouettes.upper()
     else:

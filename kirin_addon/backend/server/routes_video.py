@@ -3,7 +3,7 @@ request is decoded and checked by the service (video.py) and runs as a job."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
 from pydantic import Field
@@ -50,6 +50,11 @@ class ExtractIn(Strict):
                               description="the scene's frame rate; null: the clip's")
     epochs: int | None = Field(None, ge=1, le=MAX_EPOCHS, description="fit epochs; null: the default")
     idm: bool = Field(False, description="initialise with the rig's inverse-dynamics model (when available)")
+    gait: str = Field("auto", min_length=1, max_length=200,
+                      description="the gait the fit starts from at the video's stride frequency: 'auto', "
+                                  "'none' or words naming one ('gallop', 'a bison galloping')")
+    facing: Literal["auto", "left", "right", "toward", "away"] = Field(
+        "auto", description="where the creature's head points in the video's first frame")
     mediapipe: bool = Field(False, description="MediaPipe Pose landmarks as keypoints (humanoid rigs; needs "
                                                "the backend's MediaPipe environment: health `mediapipe`)")
 

@@ -30,7 +30,7 @@ from ...core.motion import Motion
 from ...core.rig import Rig
 from ...core.rotations import quat_continuity
 from ...core.skinning import SkinnedMesh
-from ...video.request import SILHOUETTE_SOURCES, ExtractRequest
+from ...video.request import FACING_AUTO, GAIT_AUTO, GAIT_NONE, SILHOUETTE_SOURCES, ExtractRequest
 from ..protocol import ProtocolError, encode_array, motion_to_json
 from ..protocol_video import MAX_VIDEO_FRAMES, extract_from_json
 from .files import AllowedFiles
@@ -221,6 +221,9 @@ class ExtractService:
         init = None
         if job.request.idm:
             init = self._idm_init(job, evidence, report, notes)
+        starts = None
+        if init is None and job.request.gait.strip().casefold() != GAIT_NONE:
+            starts = self._gait_starts(job, evidence, notes)
         report(0.15, "fitting the motion")
         t = time.perf_counter()
 
@@ -229,10 +232,44 @@ class ExtractService:
 
         epochs = job.request.epochs
         config = VideoFitConfig() if epochs is None else VideoFitConfig(epochs=epochs)
+        if job.request.facing != FACING_AUTO:
+            config = replace(config, facing=job.request.facing)
+        if starts is not None:  # the gait holds the legs where the evidence is silent
+            config = replace(config, prior=config.gait_prior)
+            init = starts.motions
         fit = fit_motion(job.rig, evidence, mesh=job.mesh, config=config, init=init, progress=progress)
         timings["fit"] = time.perf_counter() - t
         report(0.96, "resampling to the scene's frame rate")
         return _answer(job, clip, fit, evidence, keypoints, notes, timings, started)
+
+    @staticmethod
+    def _gait_starts(job: ExtractJob, evidence: Any, notes: dict[str, Any]) -> Any:
+        """The rig's gait at the stride frequency the silhouettes show, at the phases of its cycle
+        (generate/gait_cycle.py), or None (and why, in the notes): no silhouettes, no stride in them, a
+        rig the gait controllers cannot drive."""
+        from ...core.canonical import canonical_rig, detect_canonical_frame
+        from ...eval.footage import silhouette_stride_hz
+        from ...generate.gait_cycle import GaitAsked, gait_starts
+
+        if evidence.silhouettes is None:
+            notes["gait"] = {"used": False, "why": "no silhouettes to read the stride from"}
+            return None
+        frequency = silhouette_stride_hz(evidence.silhouettes > 0.5, evidence.fps)
+        if frequency is None:
+            notes["gait"] = {"used": False, "why": "the silhouettes show no stride"}
+            return None
+        vertices = None if job.mesh is None else job.mesh.vertices
+        canon = canonical_rig(job.rig, detect_canonical_frame(job.rig, mesh_vertices=vertices))
+        asked = job.request.gait.strip()
+        words = "" if asked.casefold() == GAIT_AUTO else asked
+        starts = gait_starts(canon, job.rig, GaitAsked(evidence.frame_count, evidence.fps, frequency, words),
+                             job.mesh)
+        if starts is None:
+            notes["gait"] = {"used": False, "why": "the gait controllers cannot drive this rig",
+                             "stride_hz": frequency}
+            return None
+        notes["gait"] = {"used": True, **starts.report()}
+        return starts
 
     @staticmethod
     def _read(job: ExtractJob, report: Report) -> _Clip:
