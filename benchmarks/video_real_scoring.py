@@ -29,15 +29,28 @@ class Landmark:
 
 
 # The labels' joints on the Quaternius Bull (the bison film shows its right flank).
-BULL = {"head": Landmark("Head", 0.5), "tail_base": Landmark("Tail1"),
+BULL = {"head": Landmark("Head"), "tail_base": Landmark("Tail1"),  # (the Head bone is a token length)
         "shoulder.R": Landmark("FrontUpperLeg.R"), "hip.R": Landmark("BackLeg.R"),
         **{f"front_knee.{s}": Landmark(f"FrontLowerLeg.{s}") for s in "LR"},
-        **{f"front_foot.{s}": Landmark(f"FrontLowerLeg.{s}", 1.0) for s in "LR"},
+        **{f"front_foot.{s}": Landmark(f"FF.{s}") for s in "LR"},  # the hooves hang from the foot controls
         **{f"hock.{s}": Landmark(f"BackLowerLeg.{s}") for s in "LR"},
-        **{f"back_foot.{s}": Landmark(f"BackLowerLeg.{s}", 1.0) for s in "LR"}}
+        **{f"back_foot.{s}": Landmark(f"FFB.{s}") for s in "LR"}}
 # ... and on the Quaternius Birb (the cockatoo's head, beak, neck and wing roots).
 BIRB = {"head": Landmark("Head", 0.5), "beak": Landmark("Head", 1.0), "neck": Landmark("Neck"),
         **{f"shoulder.{s}": Landmark(f"UpperArm.{s}") for s in "LR"}}
+
+
+def write_keypoints(labels: Labels, landmarks: dict[str, Landmark], path: Path) -> Path:
+    """The labels as a keypoints file for Motion From Video: each landmark at a bone's head (`along` 0)
+    named by its bone; those along a bone are left out (keypoints are joint heads)."""
+    rows = ["frame,joint,x,y,confidence"]
+    for frame in labels.frames:
+        for joint, (x, y, confidence) in labels.points[frame].items():
+            mark = landmarks.get(joint)
+            if mark is not None and mark.along == 0.0:
+                rows.append(f"{frame},{mark.bone},{x},{y},{confidence}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
 
 
 def fitted_camera(action) -> tuple[PinholeCamera, tuple[int, int]]:

@@ -24,7 +24,7 @@ from ..core.skinning import SkinnedMesh
 from ..library.controllers.common import GeneratedClip, Travel, smoothstep
 from ..library.controllers.dispatch import generate as controller_clip
 from .plan import MotionPlan
-from .rig_roles import RigRoles, detect_roles
+from .rig_roles import RigRoles, detect_roles, followers_attached, planting_joints
 from .rig_shape import RigShape, rig_shape
 
 # How long (s) a finale blends in from the stop before it.
@@ -60,7 +60,7 @@ def creature_of(roles: RigRoles, metres: float, mesh: SkinnedMesh | None = None)
     floor = rest_floor(roles.rig, mesh)
     placed = np.diag([metres, metres, metres, 1.0])
     placed[2, 3] = -floor * metres
-    rig = _followers_attached(roles).transformed(placed)
+    rig = followers_attached(roles).transformed(placed)
     if mesh is not None:
         vertices = mesh.vertices @ placed[:3, :3].T + placed[:3, 3]
         mesh = SkinnedMesh(vertices, mesh.triangles, mesh.joint_indices, mesh.joint_weights)
@@ -68,19 +68,6 @@ def creature_of(roles: RigRoles, metres: float, mesh: SkinnedMesh | None = None)
     limbs += [Limb(list(arm), 1 if rig.heads[arm[-1], 0] > 0 else -1, "arm") for arm in roles.arms]
     return Creature(roles.family, "", rig, mesh, roles.pelvis, list(roles.spine), list(roles.neck),
                     roles.head, -1, list(roles.tail), limbs)
-
-
-def _followers_attached(roles: RigRoles) -> Rig:
-    """The working rig with each follower branch hung from the joint it follows (the pelvis for those that
-    follow the ground): the controllers then carry foot controls with their legs, and never drag a
-    separate root through the floor with the body's drop."""
-    rig = roles.rig
-    if not roles.followers:
-        return rig
-    parents = rig.parents.copy()
-    for top, anchor in roles.followers.items():
-        parents[top] = roles.pelvis if anchor < 0 else anchor
-    return Rig(list(rig.names), parents, rig.rest, rig.tails, rig.deform)
 
 
 def ground_frames(rig: Rig, pelvis: int, pose: np.ndarray) -> np.ndarray:
@@ -165,18 +152,6 @@ def _followed_by(creature: Creature, before: np.ndarray, after: np.ndarray, fps:
     return np.concatenate([before, after])
 
 
-def _planting_joints(roles: RigRoles) -> list[int]:
-    """Per leg, the user's joint that is planted: the foot itself, or the foot control that follows a tip."""
-    feet = []
-    for leg in roles.legs:
-        joint = leg.foot
-        if joint >= roles.joint_count:
-            controls = [top for top, anchor in roles.followers.items() if anchor == leg.foot]
-            joint = controls[0] if controls else leg.chain[-2]
-        feet.append(int(joint))
-    return feet
-
-
 def _controllers_made(creature: Creature, plan: MotionPlan, frames: int, fps: float, seed: int,
                       shape: RigShape) -> tuple[GeneratedClip, np.ndarray, np.ndarray, list[dict]]:
     """The controllers' clip of the plan (its locomotion, the stop and finale after it, or its one action
@@ -240,4 +215,4 @@ def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: in
     }
     if plan.finale is not None:
         report["finale"] = plan.finale.action
-    return ConstructedMotion(motion, contacts, _planting_joints(roles), report)
+    return ConstructedMotion(motion, contacts, planting_joints(roles), report)

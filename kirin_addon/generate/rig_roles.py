@@ -79,6 +79,35 @@ class RigRoles:
         return list(range(self.joint_count, self.rig.joint_count))
 
 
+def followers_attached(roles: RigRoles, tips: bool = True) -> Rig:
+    """The working rig with each follower branch hung from the joint it follows (the pelvis for those that
+    follow the ground), so that whatever moves the body carries foot controls with their legs and never
+    drags a separate root through the floor. `tips` False: the user's joints alone, a follower of a tip
+    hung from the leg's end the tip is appended to (rigidly the same)."""
+    rig = roles.rig
+    parents = rig.parents.copy()
+    for top, anchor in roles.followers.items():
+        anchor = roles.pelvis if anchor < 0 else anchor
+        while not tips and anchor >= roles.joint_count:
+            anchor = int(rig.parents[anchor])
+        parents[top] = anchor
+    count = rig.joint_count if tips else roles.joint_count
+    return Rig(list(rig.names[:count]), parents[:count], rig.rest[:count], rig.tails[:count],
+               rig.deform[:count])
+
+
+def planting_joints(roles: RigRoles) -> list[int]:
+    """Per leg, the user's joint that is planted: the foot itself, or the foot control that follows a tip."""
+    feet = []
+    for leg in roles.legs:
+        joint = leg.foot
+        if joint >= roles.joint_count:
+            controls = [top for top, anchor in roles.followers.items() if anchor == leg.foot]
+            joint = controls[0] if controls else leg.chain[-2]
+        feet.append(int(joint))
+    return feet
+
+
 # ----------------------------------------------------------------------------- tree helpers
 def _ancestors(rig: Rig, joint: int) -> list[int]:
     out = []

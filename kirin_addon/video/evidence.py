@@ -36,6 +36,7 @@ class Evidence2D:
     confidence: np.ndarray  # (T,J) in [0,1], 0 where unknown
     silhouettes: np.ndarray | None = None  # (T,h,w) float32 in [0,1], same aspect as the video
     silhouettes_dropped: int = 0  # frames whose silhouette `combine` dropped: the points contradict it
+    horizon: float | None = None  # the horizon's row in the video's pixels (ground.py), None: unknown
 
     @property
     def frame_count(self) -> int:
@@ -84,6 +85,9 @@ class Evidence2D:
             has_silhouette = bool(sil.max() > 0)
         if not (conf > 0).any() and not has_silhouette:
             raise VideoError("No evidence at all: no keypoint, track or silhouette in any frame")
+        horizon = self.horizon
+        if horizon is not None and not (np.isfinite(horizon) and -height <= horizon <= 2 * height):
+            raise VideoError(f"The horizon's row must be a number near the picture, got {self.horizon!r}")
         return self
 
 
@@ -93,14 +97,14 @@ class Evidence2D:
 def combine(image_size: tuple[int, int], fps: float, joint_count: int, *,
             keypoints: tuple[np.ndarray, np.ndarray] | None = None,
             tracks: tuple[np.ndarray, np.ndarray] | None = None,
-            silhouettes: np.ndarray | None = None) -> Evidence2D:
+            silhouettes: np.ndarray | None = None, horizon: float | None = None) -> Evidence2D:
     """Gather the evidence into one validated Evidence2D.
 
     `keypoints` and `tracks` are (points (T,J,2), confidence (T,J)) pairs. Where a track has a marker
     (confidence > 0) for a joint in a frame it wins over the file's keypoint — a tracked marker is
     placed by the user; elsewhere the keypoint is kept. All sources must have the same frame count.
     A frame's silhouette that most of its confident points fall outside is dropped
-    (`drop_contradicted_silhouettes`).
+    (`drop_contradicted_silhouettes`). `horizon`: the horizon's row in the video's pixels, where known.
     """
     counts = {}
     for name, pair in (("keypoints", keypoints), ("tracks", tracks)):
@@ -131,7 +135,8 @@ def combine(image_size: tuple[int, int], fps: float, joint_count: int, *,
     if silhouettes is not None:
         silhouettes, dropped = drop_contradicted_silhouettes(silhouettes, points, conf, image_size)
     evidence = Evidence2D(image_size=(int(image_size[0]), int(image_size[1])), fps=float(fps), points=points,
-                          confidence=conf, silhouettes=silhouettes, silhouettes_dropped=dropped)
+                          confidence=conf, silhouettes=silhouettes, silhouettes_dropped=dropped,
+                          horizon=None if horizon is None else float(horizon))
     return evidence.validate(joint_count)
 
 

@@ -100,16 +100,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import torch
 
 from ...kirin_addon.core.camera import PinholeCamera
 from ...kirin_addon.core.canonical import CanonicalFrame, canonical_rig, detect_canonical_frame
-from ...kirin_addon.core.motion import Motion, joint_positions, motion_from_world_deltas, world_deltas
+from ...kirin_addon.core.motion import (
+    Motion,
+    joint_positions,
+    motion_from_world_deltas,
+    motion_from_world_transforms,
+    world_deltas,
+)
 from ...kirin_addon.core.rig import Rig
 from ...kirin_addon.core.rotations import heading, matrix_to_6d, matrix_to_quat, quat_to_matrix, yaw_matrix
 from ...kirin_addon.core.skinning import SkinnedMesh
+from ...kirin_addon.generate.rig_roles import RoleError, detect_roles, followers_attached, planting_joints
 from .. import geometry
 from .fit_body import Body, capsule_radii
 from .fit_config import VideoFitConfig, VideoFitError, VideoFitResult
@@ -145,19 +153,18 @@ def fit_motion(rig: Rig, evidence, mesh: SkinnedMesh | None = None, config: Vide
     frame = detect_canonical_frame(rig, up=config.up_axis, forward=config.forward_axis,
                                    mesh_vertices=None if mesh is None else mesh.vertices)
     canon = canonical_rig(rig, frame)
-    radii = capsule_radii(canon.rig, frame, mesh, config.radius_share)
-    body = Body(canon.rig, radii, canon.feet)
+    carried, tops, feet = _rig_to_move(canon.rig, canon.feet)
+    radii = capsule_radii(carried, frame, mesh, config.radius_share)
+    body = Body(carried, radii, feet)
     generator = torch.Generator().manual_seed(config.seed)
     report_progress(progress, 0.0)
 
     # Initial poses (canonical world deltas, (P,T,J,3,3): one per start) and camera.
-    if starts:
-        deltas0 = np.stack([frame.to_canonical_rotations(quat_to_matrix(world_deltas(rig, start)))
-                            for start in starts])
-    else:
-        deltas0 = np.broadcast_to(np.eye(3), (1, frames, rig.joint_count, 3, 3)).copy()
+    deltas0 = _start_deltas(rig, frame, starts, frames)
     estimated = camera is None
-    camera_c = estimate_camera(ev, body, config) if estimated else camera.transformed(frame.matrix())
+    camera_c, grounded = estimate_camera(ev, body, config) if estimated else \
+        (camera.transformed(frame.matrix()), False)
+    config = config if grounded else replace(config, settled=0.0)  # only a ground the footage shows
     fit_scale = (not estimated) if config.fit_scale is None else bool(config.fit_scale)
     fit_scale = fit_scale and body.feet.numel() > 0
     problem = Problem(body, ev, camera_c, config)
@@ -176,6 +183,8 @@ def fit_motion(rig: Rig, evidence, mesh: SkinnedMesh | None = None, config: Vide
     if estimated and config.align_start:
         deltas_c, root_c, camera_fit = _align_start(body, deltas_c, root_c, camera_fit)
     motion, camera_arm = _on_user_rig(rig, frame, deltas_c, root_c, camera_fit, ev.fps)
+    if tops:  # foot controls and pole targets go where the legs carried them
+        motion = _with_followers(rig, frame, body, tops, deltas_c, root_c, motion)
     seen = ev.weights > 0
     reprojection = _reprojection_px(camera_arm.project(joint_positions(rig, motion)), ev)
     seconds = time.perf_counter() - started
@@ -185,6 +194,7 @@ def fit_motion(rig: Rig, evidence, mesh: SkinnedMesh | None = None, config: Vide
         "joints_with_evidence": int(np.count_nonzero(seen.any(0))),
         "silhouettes": ev.masks is not None,
         "camera_estimated": estimated,
+        "camera_from_ground": grounded,
         "scale_fitted": fit_scale,
         "heading_deg": float(np.degrees(yaw)),
         "starts": len(deltas0),
@@ -197,6 +207,14 @@ def fit_motion(rig: Rig, evidence, mesh: SkinnedMesh | None = None, config: Vide
     }
     report_progress(progress, 1.0)
     return VideoFitResult(motion, camera_arm, scale, reprojection, seconds, report)
+
+
+def _start_deltas(rig: Rig, frame: CanonicalFrame, starts: list[Motion], frames: int) -> np.ndarray:
+    """(P,T,J,3,3) canonical world deltas of each start (the rest pose when there is none)."""
+    if not starts:
+        return np.broadcast_to(np.eye(3), (1, frames, rig.joint_count, 3, 3)).copy()
+    return np.stack([frame.to_canonical_rotations(quat_to_matrix(world_deltas(rig, start)))
+                     for start in starts])
 
 
 def _rigid_stage(problem: Problem, deltas0: np.ndarray, init_path: np.ndarray | None,
@@ -266,6 +284,40 @@ def _facing_barred(facing: str | None, yaws: np.ndarray, trunk0: np.ndarray,
     along = {"right": x, "left": -x, "toward": -z, "away": z}[facing]
     barred = along < _FACING_SHARE
     return np.zeros_like(barred) if barred.all() else barred
+
+
+def _rig_to_move(canon_rig: Rig, lowest: np.ndarray) -> tuple[Rig, list[int], np.ndarray]:
+    """The canonical rig the fit moves, with each branch outside the body (a foot control on the floor,
+    a pole target) hung from the joint it follows (generate/rig_roles.py); those branches' tops; and the
+    joints that stand on the ground: each leg's planted joint where the legs are found, else the rig's
+    lowest joints (`lowest`). A separate root would otherwise stay at its rest offset from the body (the
+    Quaternius animals' hooves hang from such foot controls, and would float beside the legs), and a pole
+    target on the floor would stand in for the feet the ground term keeps there."""
+    try:
+        roles = detect_roles(canon_rig)
+    except RoleError:
+        return canon_rig, [], lowest
+    feet = np.asarray(planting_joints(roles), dtype=np.int64)
+    tops = sorted(top for top in roles.followers if top < roles.joint_count)
+    return (followers_attached(roles, tips=False) if tops else canon_rig), tops, feet
+
+
+def _with_followers(rig: Rig, frame: CanonicalFrame, body: Body, tops: list[int], deltas_c: np.ndarray,
+                    root_c: np.ndarray, motion: Motion) -> Motion:
+    """The fitted motion with the follower branches where the fit carried them: their tops take the
+    translations that put them there on the user's rig (no other joint moves off its parent)."""
+    with torch.no_grad():
+        heads, _ = body.positions(torch.as_tensor(deltas_c, dtype=torch.float32),
+                                  torch.as_tensor(root_c, dtype=torch.float32))
+    world = np.zeros(deltas_c.shape[:2] + (4, 4))
+    world[..., :3, :3] = frame.from_canonical_rotations(deltas_c) @ rig.rest_rotations[None]
+    world[..., :3, 3] = frame.from_canonical_points(heads.numpy().astype(np.float64))
+    world[..., 3, 3] = 1.0
+    placed = motion_from_world_transforms(rig, world, motion.fps, tolerance=0.0)
+    moved = np.zeros((motion.frame_count, rig.joint_count, 3))
+    if placed.translations is not None:
+        moved[:, tops] = placed.translations[:, tops]
+    return Motion(motion.fps, motion.root_positions, motion.rotations, moved)
 
 
 def _on_user_rig(rig: Rig, frame: CanonicalFrame, deltas_c: np.ndarray, root_c: np.ndarray,

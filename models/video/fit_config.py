@@ -34,6 +34,9 @@ class VideoFitConfig:
     orthonormal: float = 0.1  # keeps the raw 6D columns unit and orthogonal
     ground: float = 10.0  # feet below ground (squared, body sizes) and robust lowest-foot height
     ground_scale: float = 0.05  # body sizes: a frame whose lowest foot is higher counts as airborne
+    # The lower half of the frames' lowest-foot heights, squared (× `ground`): only where the camera was
+    # placed by the ground the footage shows (its horizon and contact row).
+    settled: float = 1.0
     scale_prior: float = 0.01  # squared log body scale (only when it is fitted)
     # Upright: the body's up axis may tilt `upright_deg` freely; beyond, each radian of cosine costs
     # `upright` (a real animal's trunk does not roll onto its back between two frames of a gallop).

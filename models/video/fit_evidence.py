@@ -22,6 +22,7 @@ class FitEvidence:
     weights: np.ndarray  # (T,J) confidence, 0 where unknown
     masks: np.ndarray | None  # (T,h,w) float32 on the silhouette grid
     mask_scale: float  # working-mask pixels per image pixel
+    horizon: float | None = None  # the horizon's row, image pixels (None: unknown)
 
 
 def check_evidence(evidence, rig: Rig, config: VideoFitConfig) -> FitEvidence:
@@ -77,4 +78,6 @@ def check_evidence(evidence, rig: Rig, config: VideoFitConfig) -> FitEvidence:
     if not weights.any() and masks is None:
         raise VideoFitError("The video evidence has no keypoint for any joint and no silhouette: "
                             "nothing to fit the rig to.")
-    return FitEvidence((width, height), fps, points, weights, masks, mask_scale)
+    horizon = getattr(evidence, "horizon", None)
+    horizon = float(horizon) if horizon is not None and math.isfinite(float(horizon)) else None
+    return FitEvidence((width, height), fps, points, weights, masks, mask_scale, horizon)

@@ -91,9 +91,13 @@ class Problem:
             # Soft minimum over the feet (…,T), between the lowest and the mean: equal heights give it.
             low = -0.02 * (torch.logsumexp(-z / 0.02, dim=-1) - math.log(z.shape[-1]))
             below = (z.clamp(max=0.0) ** 2).mean((-1, -2))
-            # Robust: frames in the air (a jump, a gallop's flight) cost a bounded amount.
+            # Robust: frames in the air (a jump, a gallop's flight) cost a bounded amount...
             contact = geman_mcclure(low ** 2, config.ground_scale).mean(-1)
-            terms["ground"] = below + config.ground_scale ** 2 * contact
+            # ... but most of the clip has a foot on the ground: the lower half of the frames' lowest-foot
+            # heights is pulled down in full (a whole clip floating above the floor is no flight).
+            lower = torch.sort(low, dim=-1).values[..., :max(1, low.shape[-1] // 2)]
+            settled = (lower.clamp(min=0.0) ** 2).mean(-1)
+            terms["ground"] = below + config.ground_scale ** 2 * contact + config.settled * settled
         return terms
 
 

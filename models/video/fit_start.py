@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from ...kirin_addon.core.camera import PinholeCamera
+from ...kirin_addon.video.ground import contact_row
 from .fit_body import Body
 from .fit_config import VideoFitConfig
 from .fit_evidence import FitEvidence
@@ -77,7 +78,10 @@ def initial_root_path(problem: Problem, body: Body, deltas0: np.ndarray, camera_
     return world - offset3d
 
 
-def estimate_camera(ev: FitEvidence, body: Body, config: VideoFitConfig) -> PinholeCamera:
+def estimate_camera(ev: FitEvidence, body: Body, config: VideoFitConfig) -> tuple[PinholeCamera, bool]:
+    """A camera for footage without one, and whether the footage's own ground placed it (the horizon and
+    the row the subject stands on: `_camera_on_the_ground`); else level with `camera_elevation_deg` of
+    tilt, as far away as makes the rig's size the evidence's."""
     width, height = ev.size
     focal = float(config.focal) if config.focal else float(max(width, height))
     extents = []
@@ -97,7 +101,36 @@ def estimate_camera(ev: FitEvidence, body: Body, config: VideoFitConfig) -> Pinh
     extent = float(np.median(extents)) if extents else 0.5 * max(width, height)
     distance = focal * max(body_extent, 1e-3) / max(extent, 1.0)
     target = body.rest_heads[body.main].copy()
+    centre = np.array([width / 2.0, height / 2.0])
+    grounded = _camera_on_the_ground(ev, body, focal, distance, target)
+    if grounded is not None:
+        return grounded, True
     elevation = math.radians(config.camera_elevation_deg)
     direction = np.array([-math.cos(elevation), 0.0, math.sin(elevation)])
-    return PinholeCamera.look_at(target + distance * direction, target, (0.0, 0.0, 1.0), focal,
-                                 np.array([width / 2.0, height / 2.0]))
+    return PinholeCamera.look_at(target + distance * direction, target, (0.0, 0.0, 1.0), focal, centre), False
+
+
+MIN_GROUND_ANGLE_DEG = 1.0  # the contact row below the horizon by less: the camera's height is unknown
+
+
+def _camera_on_the_ground(ev: FitEvidence, body: Body, focal: float, distance: float,
+                          target: np.ndarray) -> PinholeCamera | None:
+    """The camera the footage shows (None where it does not): tilted so that the horizon lies on the
+    row the video shows it on (kirin_addon/video/ground.py), and as high above the rig's floor as makes
+    the silhouettes' contact row (where the feet meet the ground) the floor at `distance`. Level, on the
+    rig's side, looking across its rest root."""
+    if ev.horizon is None or ev.masks is None or not body.feet.numel():
+        return None
+    width, height = ev.size
+    contact = contact_row(ev.masks, height)
+    if contact is None:
+        return None
+    centre = np.array([width / 2.0, height / 2.0])
+    down = math.atan2(centre[1] - ev.horizon, focal)  # the view's tilt below the horizontal
+    below = down + math.atan2(contact - centre[1], focal)  # the contact row's angle below the horizontal
+    if below < math.radians(MIN_GROUND_ANGLE_DEG):
+        return None
+    floor = float(body.foot_heights.mean())
+    eye = np.array([target[0] - distance, target[1], floor + distance * math.tan(below)])
+    ahead = eye + np.array([1.0, 0.0, -math.tan(down)])
+    return PinholeCamera.look_at(eye, ahead, (0.0, 0.0, 1.0), focal, centre)

@@ -150,6 +150,48 @@ def test_the_inverse_dynamics_start_is_used_or_said_to_be_unavailable(client, fi
     assert result.report["idm"].startswith("not available") and fake_fit["init"] is None
 
 
+def test_the_gait_starts_the_fit_at_the_video_s_stride_or_says_why_not(client, files, fake_fit, monkeypatch):
+    from kirin.kirin_addon.eval import footage
+    from kirin.kirin_addon.library.families.build import build_creature
+    from kirin.models.video.fit_config import VideoFitConfig
+
+    creature = build_creature("quadruped", 3)
+    rig = creature.rig
+    # Twelve frames show no stride: the fit starts from rest, and the report says why.
+    result = client.extract_motion(rig, ExtractRequest(files["video"]), creature.mesh).wait(timeout=120)
+    assert result.report["gait"] == {"used": False, "why": "the silhouettes show no stride"}
+    assert fake_fit["init"] is None and fake_fit["config"].prior == VideoFitConfig().prior
+    # A stride the silhouettes show (2 Hz here): the rig's gait at 8 phases starts the fit and holds it.
+    monkeypatch.setattr(footage, "silhouette_stride_hz", lambda masks, fps: 2.0)
+    request = ExtractRequest(files["video"], gait="a dog trotting", facing="right")
+    result = client.extract_motion(rig, request, creature.mesh).wait(timeout=120)
+    gait = result.report["gait"]
+    assert gait["used"] and gait["gait"] == "trot" and gait["chosen_by"] == "description"
+    assert gait["frequency_hz"] == 2.0 and gait["phases"] == 8
+    starts = fake_fit["init"]
+    assert len(starts) == 8 and all(m.frame_count == 12 for m in starts)
+    assert not np.allclose(starts[0].rotations, starts[4].rotations)  # half a stride apart
+    config = fake_fit["config"]
+    assert config.prior == config.gait_prior and config.facing == "right"
+    # "none": no gait, whatever the silhouettes show.
+    request = ExtractRequest(files["video"], gait="none")
+    result = client.extract_motion(rig, request, creature.mesh).wait(timeout=120)
+    assert "gait" not in result.report and fake_fit["init"] is None and fake_fit["config"].facing is None
+
+
+def test_each_frame_on_its_own_reaches_the_fit(client, files, fake_fit):
+    from kirin.kirin_addon.library.families.build import build_creature
+
+    pytest.importorskip("cv2")
+    rig = build_creature("quadruped", 3).rig
+    request = ExtractRequest(files["video"], silhouettes="stills")
+    result = client.extract_motion(rig, request).wait(timeout=120)
+    evidence = fake_fit["evidence"]
+    assert evidence.silhouettes is not None and evidence.silhouettes.shape[0] == 12
+    assert 0.01 < evidence.silhouettes.mean() < 0.5
+    assert result.report["evidence"]["silhouettes"] == "stills"
+
+
 def test_a_running_extraction_cancels(client, files, fake_fit):
     from kirin.kirin_addon.library.families.build import build_creature
 
@@ -241,6 +283,8 @@ def test_mediapipe_is_refused_for_a_quadruped_or_without_its_environment(client,
     ({"silhouettes": "EMPTY_FOLDER"}, "holds no PNG mask images"),
     ({"epochs": 0}, "epochs"),
     ({"stride": 0}, "stride"),
+    ({"facing": "up"}, "facing"),
+    ({"gait": ""}, "gait"),
 ])
 def test_bad_requests_get_a_clear_4xx_and_no_job(client, files, tmp_path, change, message):
     from kirin.kirin_addon.library.families.build import build_creature

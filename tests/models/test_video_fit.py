@@ -243,3 +243,70 @@ def test_a_real_film_with_poor_silhouettes_keeps_the_body_upright():
     turns = quat_to_matrix(world_deltas(asset.rig, result.motion))[:, trunk]
     _, _, tilt = body_tilt(frame.rotation @ turns @ frame.rotation.T, np.eye(3))
     assert tilt.max() <= VideoFitConfig().upright_deg + 3.0
+
+
+def test_foot_controls_go_with_their_legs_and_the_feet_stand_on_the_footage_s_ground():
+    """The Quaternius Bull's hooves hang from foot controls that are roots of their own: the fit carries
+    each with the leg it follows (it stayed at its rest offset from the body, floating beside the legs).
+    On Muybridge's bison, cut frame by frame, with the horizon the film shows, most frames have a foot
+    on the ground."""
+    pytest.importorskip("av")
+    pytest.importorskip("cv2")
+    from kirin.kirin_addon.core.canonical import detect_canonical_frame
+    from kirin.kirin_addon.io.gltf import load_gltf
+    from kirin.kirin_addon.video.evidence import combine
+    from kirin.kirin_addon.video.ground import horizon_row
+    from kirin.kirin_addon.video.stills import still_silhouettes
+    from kirin.kirin_addon.video.video_io import read_video
+
+    from assets_support import asset_files
+
+    video = asset_files("video_muybridge_buffalo/*.mp4")
+    bull = asset_files("quaternius/animals_pack/Bull.glb")
+    if not video or not bull:
+        pytest.skip("../shared/assets is absent")
+    asset = load_gltf(bull[0])
+    rig = asset.rig
+    clip = read_video(video[0], stop=60, max_side=256)
+    height, width = clip.frames.shape[1:3]
+    masks = still_silhouettes(clip.frames)
+    evidence = combine((width, height), clip.fps, rig.joint_count, silhouettes=masks,
+                       horizon=horizon_row(clip.frames, masks))
+    assert evidence.horizon == pytest.approx(0.73 * height, abs=0.03 * height)  # the plates' skyline
+    result = fit_motion(rig, evidence, mesh=asset.mesh, config=VideoFitConfig(epochs=6, facing="right"))
+    heads = joint_positions(rig, result.motion)
+    for side in "LR":
+        control, leg = rig.names.index(f"IKFrontLeg.{side}"), rig.names.index(f"FrontLowerLeg.{side}")
+        gap = np.linalg.norm(heads[:, control] - heads[:, leg], axis=-1)
+        rest = np.linalg.norm(rig.heads[control] - rig.heads[leg])
+        assert np.allclose(gap, rest, rtol=1e-3), (gap.min(), gap.max(), rest)
+    frame = detect_canonical_frame(rig, mesh_vertices=asset.mesh.vertices)
+    hooves = [rig.names.index(n) for n in ("FF.L", "FF.R", "FFB.L", "FFB.R")]
+    lowest = frame.to_canonical_points(heads[:, hooves])[..., 2].min(-1)
+    floor = frame.to_canonical_points(rig.heads[hooves])[:, 2].mean()
+    assert np.median(lowest - floor) < 0.05  # body sizes
+    # Facing right: the head is right of the tail in the picture.
+    head, tail = rig.names.index("Head"), rig.names.index("Tail1")
+    pixels = result.camera.project(heads[:, [head, tail]])
+    assert np.all(pixels[:, 0, 0] > pixels[:, 1, 0])
+
+
+def test_facing_bars_the_headings_that_look_the_other_way():
+    from kirin.kirin_addon.core.rotations import yaw_matrix
+    from kirin.models.video.fit import _facing_barred
+
+    camera = PinholeCamera.look_at((-5.0, 0.0, 1.0), (0.0, 0.0, 1.0), (0.0, 0.0, 1.0), 100.0, (50.0, 50.0))
+    yaws = np.arange(8) * np.pi / 4
+    starts = np.stack([np.eye(3), yaw_matrix(np.pi)])  # the second start already faces backwards
+    assert not _facing_barred(None, yaws, starts, camera).any()
+    right = _facing_barred("right", yaws, starts, camera)
+    left = _facing_barred("left", yaws, starts, camera)
+    # The rest pose faces −Y, which this camera (looking along +X) sees as its right.
+    assert list(np.flatnonzero(~right[0])) == [0, 1, 7] and list(np.flatnonzero(~left[0])) == [3, 4, 5]
+    assert np.array_equal(right[1], left[0])
+    toward = _facing_barred("toward", yaws, starts, camera)
+    away = _facing_barred("away", yaws, starts, camera)
+    # Turned a quarter about the vertical the body faces along the camera's view (away) or back at it.
+    facing_away, facing_us = np.flatnonzero(~away[0]).tolist(), np.flatnonzero(~toward[0]).tolist()
+    assert sorted(facing_away + facing_us) == [1, 2, 3, 5, 6, 7]
+    assert len(np.flatnonzero(~away[0])) == 3 and not (~away[0] & ~toward[0]).any()

@@ -301,6 +301,7 @@ class ExtractService:
         """The 2D evidence of the clip's frames (keypoints file and MediaPipe, tracks, silhouettes)
         and the keypoints among it; the clip's pixels are let go."""
         from ...video.evidence import combine
+        from ...video.ground import horizon_row
         from ...video.silhouettes import background_silhouettes, mask_silhouettes
         from ...video.stills import still_silhouettes
         from ...video.tracks import tracks_evidence
@@ -330,9 +331,14 @@ class ExtractService:
                                 f"frame from the first), but video frame {int(indices[-1]) + 1} is used.")
             masks = [self.files.file(files[i], "mask", "silhouettes") for i in indices]
             silhouettes = mask_silhouettes(masks)
+        horizon = None
+        if silhouettes is not None and source in ("background", "stills"):
+            horizon = horizon_row(clip.frames, silhouettes)
+            horizon = None if horizon is None else horizon * clip.size[1] / clip.frames.shape[1]
+            notes["horizon_row"] = horizon
         clip.frames = None  # the pixels are not needed any more
         evidence = combine(clip.size, clip.fps, job.rig.joint_count, keypoints=keypoints, tracks=tracks,
-                           silhouettes=silhouettes)
+                           silhouettes=silhouettes, horizon=horizon)
         return evidence, keypoints
 
     # ------------------------------------------------------------------ MediaPipe Pose
