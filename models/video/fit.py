@@ -22,8 +22,9 @@ increment smoothness are the defaults, and the normalisations below are what mak
   of the *subject's* 2D size (the median diagonal of the silhouette's bounding box, else of the
   keypoints' scaled up by the share of the rig they span) rather than the image diagonal, so the
   balance with the priors does not depend on how the subject is framed; weighted by confidence
-  (NaN points weigh nothing), summed over joints and averaged over frames (more evidence, less
-  smoothing). σ anneals from `robust_scale_start` to `robust_scale` over the first half of the
+  (NaN points weigh nothing), summed over joints and averaged over the frames that have keypoints
+  (more points in a frame, less smoothing; a few labelled frames weigh per frame what many do).
+  σ anneals from `robust_scale_start` to `robust_scale` over the first half of the
   steps (graduated non-convexity: a wide basin first, outliers ignored at the end).
 * silhouette — a differentiable soft silhouette of a capsule proxy: each bone a capsule head → tail
   with radius the median distance to the bone of the mesh vertices it dominates (`mesh` given), else
@@ -48,7 +49,11 @@ increment smoothness are the defaults, and the normalisations below are what mak
 * ground — the clip stands on the ground plane of the canonical frame (where the rig's feet stand
   at rest): feet below it are penalised, and each frame's lowest foot is pulled onto it through a
   Geman-McClure of scale `ground_scale` (a frame in the air costs a bounded amount). This makes the
-  body scale observable with a given camera and keeps the trajectory on the ground.
+  body scale observable with a given camera and keeps the trajectory on the ground. The feet are the
+  legs' planted joints (generate/rig_roles.py), and foot controls and pole targets outside the body
+  are carried by the joints they follow. Where the camera came from the footage's own ground (below),
+  the lower half of the frames' lowest-foot heights is also pulled down in full (`settled`): a whole
+  clip floating above a ground the film shows is no gallop's flight.
 
 Schedule. An *epoch* is `steps_per_epoch` (30) Adam steps, each on the whole sequence (every frame
 and joint; the silhouette as above): 20 epochs = 600 steps. Rotations use the issue's lr 1e-3;
@@ -71,11 +76,14 @@ along its ray to the rest height above the ground plane where the view is steep 
 the epochs refine it with everything else.
 
 Estimated camera (when `camera` is None): focal `config.focal` or max(W, H) pixels, principal point
-at the image centre, level (no roll) with `camera_elevation_deg` of downward tilt, looking at the
-rig's rest root from its side (which side does not matter: the heading search turns the body), at
-the distance where the median 2D extent of the evidence matches the rig's extent. After the fit the
-world is turned about the vertical and shifted along the ground, camera included (the images do not
-change), so that the motion starts at the rig's rest position facing its own forward.
+at the image centre, level (no roll). Where the evidence has a horizon (kirin_addon/video/ground.py)
+and silhouettes, the tilt puts the horizon on its row and the height puts the floor on the row the
+silhouettes stand on (fit_start._camera_on_the_ground); otherwise `camera_elevation_deg` of downward
+tilt. It looks at the rig's rest root from its side (which side does not matter: the heading
+search turns the body), at the distance where the median 2D extent of the evidence matches the rig's
+extent. After the fit the world is turned about the vertical and shifted along the ground, camera
+included (the images do not change), so that the motion starts at the rig's rest position facing its
+own forward.
 
 Output: `VideoFitResult.motion` on the user's rig in armature space (rotations through the
 inverse-bind correction of `motion_from_world_deltas`, fps = evidence.fps) and `camera` in the same

@@ -32,6 +32,7 @@ class Problem:
         self.points = torch.as_tensor(ev.points, dtype=torch.float32)
         self.weights = torch.as_tensor(ev.weights, dtype=torch.float32)
         self.weight_sum = float(ev.weights.sum())
+        self.keyed_frames = max(1, int(np.count_nonzero(ev.weights.sum(-1) > 0)))
         self.sil = Silhouettes(ev.masks, ev.size, config) if ev.masks is not None else None
         self.subject = subject_size(ev, body, self.sil)
         samples = torch.linspace(0.0, 1.0, max(config.axis_samples, 2))
@@ -44,6 +45,7 @@ class Problem:
         index = torch.as_tensor(frames, dtype=torch.long)
         view.points, view.weights = self.points[index], self.weights[index]
         view.weight_sum = float(view.weights.sum())
+        view.keyed_frames = max(1, int(torch.count_nonzero(view.weights.sum(-1) > 0)))
         view.sil = None if self.sil is None else self.sil.restricted(frames)
         view.frames = len(frames)
         return view
@@ -64,8 +66,9 @@ class Problem:
         if self.weight_sum > 0:
             pix, _ = self.project(heads, log_scale)
             sq = ((pix - self.points) ** 2).sum(-1) / (self.subject ** 2)
-            # Summed over joints, averaged over frames: more evidence weighs more against the priors.
-            terms["projection"] = (geman_mcclure(sq, sigma) * self.weights).sum((-1, -2)) / self.frames
+            # Summed over joints, averaged over the frames that have keypoints: more points in a frame
+            # weigh more against the priors, and a few labelled frames weigh as much per frame as many.
+            terms["projection"] = (geman_mcclure(sq, sigma) * self.weights).sum((-1, -2)) / self.keyed_frames
         if self.sil is not None:
             drawn = self.body.drawn
             a, b = heads[..., drawn, :], tails[..., drawn, :]

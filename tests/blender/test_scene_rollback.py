@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.backend.results import BindResult, ExtractResult, TransferResult, WeightSet
+from kirin.kirin_addon.core.camera import PinholeCamera
 from kirin.kirin_addon.core.motion import Motion
 from kirin.kirin_addon.library.procedural import build_biped, capsule_mesh
 from kirin.operators import bind, generate, nla, pose, scene_change, video
@@ -117,7 +118,8 @@ def test_a_video_result_that_fails_part_way_leaves_the_scene_as_it_was(scene, mo
     request = SimpleNamespace(armature=scene.arm.name, rig=scene.rig, frame_start=1, extraction=extraction,
                               armature_to_write=lambda during: (scene.arm, scene.rig))
     motion = random_world_motion(scene.rig, 300, seed=4)
-    task = SimpleNamespace(request=request, motion=lambda result: motion)
+    camera = PinholeCamera.look_at((0.0, -5.0, 1.0), (0.0, 0.0, 1.0), (0.0, 0.0, 1.0), 500.0, (320.0, 240.0))
+    task = SimpleNamespace(request=request, motion=lambda result: motion, camera=lambda result: camera)
     before = scene_state()
     fail_on_call(monkeypatch, video, "show_frames", 1)
     with pytest.raises(Broke):

@@ -302,6 +302,7 @@ class ExtractService:
         and the keypoints among it; the clip's pixels are let go."""
         from ...video.evidence import combine
         from ...video.ground import horizon_row
+        from ...video.repeats import repeated_frames, shared_with_repeats
         from ...video.silhouettes import background_silhouettes, mask_silhouettes
         from ...video.stills import still_silhouettes
         from ...video.tracks import tracks_evidence
@@ -310,7 +311,11 @@ class ExtractService:
         keypoints = None
         if job.keypoints is not None:
             points, confidence = job.keypoints
-            keypoints = (_frames(points, indices), _frames(confidence, indices, 0.0))
+            points, confidence = _frames(points, indices), _frames(confidence, indices, 0.0)
+            # A photograph labelled once is labelled wherever the film shows it again.
+            points, confidence, gained = shared_with_repeats(points, confidence, repeated_frames(clip.frames))
+            notes["keypoint_frames_from_repeats"] = gained
+            keypoints = (points, confidence)
         if job.mediapipe is not None:
             keypoints = self._mediapipe(job, clip.frames, clip.size, keypoints, report, notes)
         tracks = None
