@@ -421,12 +421,8 @@ def background_silhouettes(frames: np.ndarray, max_side: int = 256, threshold: f
     """
     from scipy import ndimage
 
-    frames = np.asarray(frames)
-    if frames.ndim != 4 or frames.shape[-1] != 3:
-        raise VideoError(f"Frames must have shape (T, H, W, 3), got {frames.shape}")
+    frames = checked_frames(frames)
     count, height, width = frames.shape[:3]
-    if count == 0:
-        raise VideoError("The video has zero frames")
     if count < 3:
         raise VideoError(f"Background subtraction needs a few frames to find a moving subject; got {count}: "
                          "no moving subject can be told from the background")
@@ -469,6 +465,16 @@ def background_silhouettes(frames: np.ndarray, max_side: int = 256, threshold: f
     if soft_edge > 0:
         result = np.clip(ndimage.gaussian_filter(result, sigma=(0, soft_edge, soft_edge)), 0, 1)
     return result
+
+
+def checked_frames(frames) -> np.ndarray:
+    """The frames as an array (T,H,W,3), T ≥ 1; VideoError for another shape or none at all."""
+    frames = np.asarray(frames)
+    if frames.ndim != 4 or frames.shape[-1] != 3:
+        raise VideoError(f"Frames must have shape (T, H, W, 3), got {frames.shape}")
+    if frames.shape[0] == 0:
+        raise VideoError("The video has zero frames")
+    return frames
 
 
 def _read_mask_image(path: Path) -> np.ndarray:

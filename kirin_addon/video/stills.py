@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .silhouettes import MAX_COVER, MIN_COVER, MIN_PLAUSIBLE_SHARE, _resize, _target_size
+from .silhouettes import MAX_COVER, MIN_COVER, MIN_PLAUSIBLE_SHARE, _resize, _target_size, checked_frames
 from .video_io import VideoError
 
 __all__ = ["still_silhouettes"]
@@ -150,12 +150,8 @@ def still_silhouettes(frames: np.ndarray, max_side: int = 256) -> np.ndarray:
     bridges it). Raises VideoError for zero frames, a frame stack of the wrong shape, or when fewer than
     MIN_PLAUSIBLE_SHARE of the frames keep a subject.
     """
-    frames = np.asarray(frames)
-    if frames.ndim != 4 or frames.shape[-1] != 3:
-        raise VideoError(f"Frames must have shape (T, H, W, 3), got {frames.shape}")
+    frames = checked_frames(frames)
     count, height, width = frames.shape[:3]
-    if count == 0:
-        raise VideoError("The video has zero frames")
     w, h = _target_size(width, height, max_side)
     monochrome = _monochrome(frames)
     masks = np.zeros((count, h, w), np.float32)

@@ -211,20 +211,12 @@ def test_bad_input_raises(scene):
 
 
 # ---------------------------------------------------------------------------- real footage
-def test_a_real_film_with_poor_silhouettes_keeps_the_body_upright():
-    """Muybridge's bison: the animal stands in the same place in every plate, so background subtraction
-    finds only pieces of its legs. The fit used to tip the body to explain them (up to 36° on 22 % of
-    120 frames here, 171° through the add-on); the upright prior keeps the trunk within its free tilt."""
+def _bison_and_bull(frames: int):
+    """Muybridge's bison film (the first `frames` frames, 256 px) and the Quaternius Bull (glTF, no
+    Blender); skipped where ../shared/assets is absent."""
     pytest.importorskip("av")
-    from kirin.kirin_addon.core.canonical import canonical_rig, detect_canonical_frame
-    from kirin.kirin_addon.core.motion import world_deltas
-    from kirin.kirin_addon.core.rotations import quat_to_matrix
-    from kirin.kirin_addon.eval.footage import body_tilt
     from kirin.kirin_addon.io.gltf import load_gltf
-    from kirin.kirin_addon.video.evidence import combine
-    from kirin.kirin_addon.video.silhouettes import background_silhouettes
     from kirin.kirin_addon.video.video_io import read_video
-    from kirin.models.video.fit_body import trunk_joint
 
     from assets_support import asset_files
 
@@ -232,8 +224,22 @@ def test_a_real_film_with_poor_silhouettes_keeps_the_body_upright():
     bull = asset_files("quaternius/animals_pack/Bull.glb")
     if not video or not bull:
         pytest.skip("../shared/assets is absent")
-    asset = load_gltf(bull[0])
-    clip = read_video(video[0], stop=120, max_side=256)
+    return read_video(video[0], stop=frames, max_side=256), load_gltf(bull[0])
+
+
+def test_a_real_film_with_poor_silhouettes_keeps_the_body_upright():
+    """Muybridge's bison: the animal stands in the same place in every plate, so background subtraction
+    finds only pieces of its legs. The fit used to tip the body to explain them (up to 36° on 22 % of
+    120 frames here, 171° through the add-on); the upright prior keeps the trunk within its free tilt."""
+    from kirin.kirin_addon.core.canonical import canonical_rig, detect_canonical_frame
+    from kirin.kirin_addon.core.motion import world_deltas
+    from kirin.kirin_addon.core.rotations import quat_to_matrix
+    from kirin.kirin_addon.eval.footage import body_tilt
+    from kirin.kirin_addon.video.evidence import combine
+    from kirin.kirin_addon.video.silhouettes import background_silhouettes
+    from kirin.models.video.fit_body import trunk_joint
+
+    clip, asset = _bison_and_bull(120)
     height, width = clip.frames.shape[1:3]
     evidence = combine((width, height), clip.fps, asset.rig.joint_count,
                        silhouettes=background_silhouettes(clip.frames))
@@ -250,24 +256,14 @@ def test_foot_controls_go_with_their_legs_and_the_feet_stand_on_the_footage_s_gr
     each with the leg it follows (it stayed at its rest offset from the body, floating beside the legs).
     On Muybridge's bison, cut frame by frame, with the horizon the film shows, most frames have a foot
     on the ground."""
-    pytest.importorskip("av")
     pytest.importorskip("cv2")
     from kirin.kirin_addon.core.canonical import detect_canonical_frame
-    from kirin.kirin_addon.io.gltf import load_gltf
     from kirin.kirin_addon.video.evidence import combine
     from kirin.kirin_addon.video.ground import horizon_row
     from kirin.kirin_addon.video.stills import still_silhouettes
-    from kirin.kirin_addon.video.video_io import read_video
 
-    from assets_support import asset_files
-
-    video = asset_files("video_muybridge_buffalo/*.mp4")
-    bull = asset_files("quaternius/animals_pack/Bull.glb")
-    if not video or not bull:
-        pytest.skip("../shared/assets is absent")
-    asset = load_gltf(bull[0])
+    clip, asset = _bison_and_bull(60)
     rig = asset.rig
-    clip = read_video(video[0], stop=60, max_side=256)
     height, width = clip.frames.shape[1:3]
     masks = still_silhouettes(clip.frames)
     evidence = combine((width, height), clip.fps, rig.joint_count, silhouettes=masks,
