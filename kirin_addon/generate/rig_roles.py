@@ -85,6 +85,8 @@ def followers_attached(roles: RigRoles, tips: bool = True) -> Rig:
     drags a separate root through the floor. `tips` False: the user's joints alone, a follower of a tip
     hung from the leg's end the tip is appended to (rigidly the same)."""
     rig = roles.rig
+    if not roles.followers and tips:
+        return rig
     parents = rig.parents.copy()
     for top, anchor in roles.followers.items():
         anchor = roles.pelvis if anchor < 0 else anchor
