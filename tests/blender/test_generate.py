@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -241,6 +242,7 @@ def test_modal_task_polls_to_the_result_and_cancel_leaves_nothing(creature, gen)
         polls += 1
         assert "Kirin: generating" in task.progress_text
         assert polls < 2000
+        time.sleep(0.02 if result is None else 0.0)  # a timer tick: modal() polls once per tick
     actions = gen.write_results(bpy.context, task, result)
     name = "Kirin: a wolf trotting forward"
     assert [a.name for a in actions] == [name, f"{name} #2"]
