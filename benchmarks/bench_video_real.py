@@ -1,24 +1,29 @@
-"""Motion From Video on real footage (issue 19): what a user gets from a real video, measured without
-labels, the way the panel makes it, with a filmstrip per case (the video's frames over the fit's, in
-docs/video_real/: derived from third-party footage, so not committed).
+"""Motion From Video on real footage (issue 19): what a user gets from a real video, the way the panel
+makes it, with a filmstrip and an overlay sheet per case (docs/video_real/: derived from third-party
+footage, so not committed). docs/video_real.md has the results.
 
-Cases (../shared/assets): Muybridge's galloping bison (`video_muybridge_buffalo`: a fixed side camera,
-the film's plates one after another) onto the Quaternius Bull, and the imageio cockatoo
-(`video_cockatoo`: hand-held, a bird walking) onto the Quaternius Birb. Each runs through the Motion
-From Video operator (silhouettes by background subtraction, no keypoints, camera estimated), then:
+Cases (../shared/assets), each with what an animator would pick in the panel:
+- Muybridge's galloping bison (`video_muybridge_buffalo`: a fixed side camera, the film's plates one
+  after another) onto the Quaternius Bull: silhouettes "Each frame alone", gait "gallop", facing right.
+- The imageio cockatoo (`video_cockatoo`: hand-held close-ups of a cockatoo's head) onto the
+  Quaternius Birb: background subtraction, gait "auto", facing toward the camera.
 
+Each runs through the Motion From Video operator (no keypoints, camera estimated), then:
 - the fit (kirin_addon/eval/footage.py): the share of frames whose body stays upright (pitch and roll
   within 25° of the rest pose's, up axis up), the largest tilt, the root's largest step between frames
   and how many steps exceed 0.2 body sizes;
 - its footfall frequency on the deformed mesh's soles (kirin_addon/eval/gait.py, as issue 17 measures
-  generated motion), against the video's stride frequency read from its own silhouettes (the legs'
-  spread, `footage.silhouette_stride_hz`);
-- seconds per frame of the whole extraction.
+  generated motion), against the video's stride frequency read from its own silhouettes;
+- PCK@0.1 on the keypoints hand-labelled in data/video_real/ (video_real_scoring.py: the rig's
+  landmarks through the camera the fit stored on its action), from silhouettes alone and, in two more
+  extractions, with half the labelled frames given as keypoints and the other half scored;
+- the IoU of the fit's deformed mesh against the video's masks; seconds per frame.
 
 Issue 19's bounds: upright ≥ 95 % of frames, no root jump, footfall frequency within 15 % of the
-video's, ≤ 1 s per frame. Labelled keypoints (PCK) and silhouette IoU are not here yet.
+video's, PCK@0.1 ≥ 0.6 from silhouettes and ≥ 0.85 with keypoints, ≤ 1 s per frame.
 
 Run: .venv/bin/python benchmarks/bench_video_real.py [--cases buffalo cockatoo] [--stop N] [--json out.json]
+     [--gait none] [--facing AUTO] [--no-folds] [--no-filmstrips]
 """
 
 from __future__ import annotations
