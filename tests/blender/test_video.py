@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from video_support import SIZE, synthetic_files
 
+from kirin.kirin_addon.core.camera import PinholeCamera
 from kirin.kirin_addon.core.motion import Motion
 
 from blender_support import activate, bpy, headless, scene_io, scene_state
@@ -146,6 +147,28 @@ def test_extract_writes_a_new_action_keeps_the_old_and_undoes(creature, files, k
 
     bpy.ops.ed.undo()
     assert scene_state() == before
+
+
+def test_each_frame_alone_with_a_gait_and_a_facing_writes_the_take_and_its_camera(creature, files, kirin):
+    """The panel's "Each frame alone", Gait and Facing reach the backend; the fitted camera is stored on
+    the take, and sees the rig where the video shows the subject (OpenCV is the backend's, not Blender's)."""
+    arm = creature
+    rig = scene_io.read_rig(arm)
+    activate(arm)
+    done = bpy.ops.kirin.motion_from_video(video=files["video"], stride=2, silhouettes="STILLS",
+                                           gait="walk", facing="RIGHT", epochs=1)
+    assert done == {"FINISHED"}
+    action = arm.animation_data.action
+    report = dict(kirin.last_extract)
+    assert report["silhouettes"] == "stills" and report["gait"] == "walk" and report["facing"] == "right"
+    camera = action["kirin_video_camera"]
+    assert len(camera["rotation"]) == 9 and list(camera["image_size"]) == list(SIZE)
+    seen = PinholeCamera(camera["focal"], list(camera["center"]),
+                         np.reshape(list(camera["rotation"]), (3, 3)), list(camera["translation"]))
+    bpy.context.scene.frame_set(1)
+    root = scene_io.evaluated_pose(arm, rig)[rig.main_root][:3, 3]
+    x, y = seen.project(root)
+    assert 0 <= x <= SIZE[0] and 0 <= y <= SIZE[1] and seen.depth(root) > 0
 
 
 def test_modal_task_shows_progress_and_esc_cancels_leaving_nothing(creature, files, kirin):
