@@ -22,6 +22,7 @@ __all__ = ["still_silhouettes"]
 
 BORDER_SHARE = 0.03  # of the shorter side: the frame's edge, taken as background
 GRABCUT_ROUNDS = 5
+GRABCUT_SEED = 0  # OpenCV's generator, seeded before each frame's cut
 MONOCHROME_SPREAD = 6.0  # median channel spread (0–255) below which footage counts as black and white
 TEXTURE_HALF = 6.0  # local standard deviation (0–255) mapped to half the texture channel's range
 HEIGHT_RANGE = 150.0  # the height channel runs 0 (top) … this (bottom): a prior, weaker than brightness
@@ -129,6 +130,9 @@ def _grow_legs(grey: np.ndarray, mask: np.ndarray) -> np.ndarray:
 def _segment(features: np.ndarray) -> np.ndarray:
     """One frame's subject: GrabCut from the border as background, then its largest component."""
     cv2 = _cv2()
+    # GrabCut starts its colour models from OpenCV's global random generator: seeded for each frame, a
+    # frame's mask does not depend on what was cut before it in this process (a second run, another video).
+    cv2.setRNGSeed(GRABCUT_SEED)
     height, width = features.shape[:2]
     border = max(2, int(round(BORDER_SHARE * min(height, width))))
     seeds = np.full((height, width), cv2.GC_PR_FGD, np.uint8)

@@ -86,3 +86,16 @@ def test_bad_input_is_refused_with_a_clear_message() -> None:
     # A flat picture has no subject inside its borders.
     with pytest.raises(VideoError, match="no subject"):
         still_silhouettes(np.full((4, HEIGHT, WIDTH, 3), 128, np.uint8))
+
+
+def test_a_frame_is_cut_alike_whatever_was_cut_before() -> None:
+    """GrabCut draws from OpenCV's global generator: a second run in the same backend (the same video
+    again, or with keypoints added) must get the same masks, and a frame the same mask in any clip."""
+    import cv2
+
+    frames, _ = _film(True, shifts=(0, 4, 8, 12))
+    first = still_silhouettes(frames)
+    cv2.setRNGSeed(12345)
+    cv2.randu(np.zeros((64, 64)), 0, 1)  # what any other OpenCV user in the process may do
+    assert np.array_equal(still_silhouettes(frames), first)
+    assert np.array_equal(still_silhouettes(frames[4:]), first[4:])
