@@ -21,12 +21,12 @@ MAX_SPREAD = 0.04  # of the height: the frames' horizons must agree this well
 MIN_FRAMES = 0.5  # of the frames with a silhouette must show a horizon
 
 
-def _row_step(profile: np.ndarray, valid: np.ndarray, band: int) -> tuple[int, float] | None:
-    """(row, step) of the strongest brightness step of a background row profile: the mean of the
-    `band` valid rows above against the mean of those below."""
+def _row_step(profile: np.ndarray, valid: np.ndarray, band: int, lowest: int) -> tuple[int, float] | None:
+    """(row, step) of the strongest brightness step of a background row profile above row `lowest`:
+    the mean of the `band` valid rows above against the mean of those below."""
     height = len(profile)
     best: tuple[int, float] | None = None
-    lo, hi = int(HORIZON_BAND[0] * height), int(HORIZON_BAND[1] * height)
+    lo, hi = int(HORIZON_BAND[0] * height), min(int(HORIZON_BAND[1] * height), lowest)
     for row in range(max(lo, band), min(hi, height - band)):
         above, below = slice(row - band, row), slice(row, row + band)
         if valid[above].sum() < band // 2 or valid[below].sum() < band // 2:
@@ -41,12 +41,18 @@ def horizon_row(frames: np.ndarray, masks: np.ndarray) -> float | None:
     """The horizon's row in the video's pixels: in each frame (T,H,W,3) the strongest step between the
     background's brightness above and below a row (the silhouette (T,h,w) left out), where it is at
     least MIN_STEP; None unless most frames show one and they agree within MAX_SPREAD of the height
-    (a hand-held camera, an indoor scene, a frame without sky)."""
+    (a hand-held camera, an indoor scene, a frame without sky).
+
+    The horizon is looked for above the row the subject stands on (`contact_row`): a camera above the
+    ground sees it there, and below the feet lie the track's own edges (the bison plates' lower border
+    steps as sharply as their horizon does)."""
     frames = np.asarray(frames)
     count, height, width = frames.shape[:3]
     masks = np.asarray(masks) > 0.5
     h, w = masks.shape[1:]
     band = max(2, int(round(STEP_ROWS * h)))
+    standing = contact_row(masks, h)
+    lowest = h if standing is None else int(np.floor(standing))
     found, seen = [], 0
     for t in range(count):
         if not masks[t].any():
@@ -56,7 +62,7 @@ def horizon_row(frames: np.ndarray, masks: np.ndarray) -> float | None:
         free = ~masks[t]
         share = free.mean(1)
         profile = np.where(share > 0, (grey * free).sum(1) / np.maximum(free.sum(1), 1), 0.0)
-        step = _row_step(profile, share >= MIN_BACKGROUND, band)
+        step = _row_step(profile, share >= MIN_BACKGROUND, band, lowest)
         if step is not None and step[1] >= MIN_STEP:
             found.append(step[0] * height / h)
     if seen == 0 or len(found) < MIN_FRAMES * seen:

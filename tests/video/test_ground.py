@@ -47,3 +47,11 @@ def test_the_contact_row_is_where_the_subject_stands() -> None:
     assert contact_row(masks, HEIGHT) == pytest.approx(100)
     assert contact_row(masks[:, ::2, ::2], HEIGHT) == pytest.approx(100, abs=2)
     assert contact_row(np.zeros_like(masks), HEIGHT) is None
+
+
+def test_a_sharper_edge_below_the_feet_is_not_the_horizon() -> None:
+    """The bison plates' lower border (a dark band under the track) steps more sharply than their
+    horizon in half the frames: the horizon is looked for above the row the subject stands on."""
+    frames, masks = _scene()
+    frames[:, 106:] = 10  # a black border below the box's feet (row 100)
+    assert horizon_row(frames, masks) == pytest.approx(HORIZON, abs=2)
