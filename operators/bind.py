@@ -14,13 +14,13 @@ Mask opens in Weight Paint.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
 from bpy.props import EnumProperty, FloatProperty
 
-from ..kirin_addon.backend.results import BackendError, BindResult, TransferResult, WeightSet
+from ..kirin_addon.backend.results import BindResult, TransferResult, WeightSet
 from ..kirin_addon.bind.request import BindRequest, TransferRequest
 from . import scene_io
 from .common import BackendOperator, BackendTask, connect, start_task
@@ -66,41 +66,98 @@ def _unbound(obj: bpy.types.Object) -> None:
 # ----------------------------------------------------------------------------- Auto-Bind
 @dataclass
 class BindInput:
-    mesh: str  # object name
+    meshes: list[str]  # object names, the active mesh first: the pieces of one character
+    counts: list[int]  # each piece's vertices; the request's vertices are theirs one piece after another
     binding: BindRequest  # world space
+    left_out: dict[str, str] = field(default_factory=dict)  # selected meshes not bound, and why
+
+    @property
+    def mesh(self) -> str:
+        return self.meshes[0]
+
+
+def meshes_to_bind(context) -> tuple[list[bpy.types.Object], dict[str, str]]:
+    """The active mesh first, then the other selected meshes (a character's body, eyes, horns, armour:
+    bound together to one rig); and the selected meshes left out, with why (no faces). SceneError when
+    the active object is not a mesh, a piece is bound already, or no piece has faces."""
+    active = context.active_object
+    _unbound(active)
+    others = sorted((o for o in context.selected_objects if o.type == "MESH" and o is not active),
+                    key=lambda o: o.name)
+    for obj in others:
+        _unbound(obj)
+    pieces, left_out = [], {}
+    for obj in [active] + others:
+        obj.data.calc_loop_triangles()
+        if len(obj.data.loop_triangles) == 0:
+            left_out[obj.name] = "no faces"
+        else:
+            pieces.append(obj)
+    if not pieces:
+        raise scene_io.SceneError(f"'{active.name}' has no faces: Auto-Bind needs a surface.")
+    return pieces, left_out
+
+
+def read_bind_input(context, family: str) -> BindInput:
+    """The selected meshes' surfaces in world space, one after another, as one Auto-Bind request."""
+    settings = context.scene.kirin
+    pieces, left_out = meshes_to_bind(context)
+    surfaces = [scene_io.read_surface(obj) for obj in pieces]
+    offsets = np.cumsum([0] + [len(v) for v, _ in surfaces])
+    vertices = np.concatenate([v for v, _ in surfaces])
+    triangles = np.concatenate([t + start for (_, t), start in zip(surfaces, offsets, strict=False)])
+    binding = BindRequest(vertices, triangles, None if family == "auto" else family,
+                          settings.bind_weights.lower(), transfer_options(settings))
+    return BindInput([o.name for o in pieces], [len(v) for v, _ in surfaces], binding, left_out)
 
 
 class BindTask(BackendTask):
     def __init__(self, client, request: BindInput):
         self.request = request
-        super().__init__(client.auto_bind(request.binding), f"binding '{request.mesh}'")
+        more = len(request.meshes) - 1
+        what = f"'{request.mesh}'" + (f" and {more} more" if more else "")
+        super().__init__(client.auto_bind(request.binding), f"binding {what}")
+
+
+def _piece_weights(weights: WeightSet, start: int, stop: int) -> WeightSet:
+    return WeightSet(weights.joint_indices[start:stop], weights.joint_weights[start:stop],
+                     weights.matched[start:stop], weights.inpainted[start:stop], weights.fallback[start:stop],
+                     weights.stats)
 
 
 def write_bind(context, request: BindInput, result: BindResult) -> tuple[bpy.types.Object, dict]:
-    """The fitted armature at the world origin, the mesh's vertex groups, modifier and parent."""
-    obj = bpy.data.objects.get(request.mesh)
-    if obj is None or obj.type != "MESH" or len(obj.data.vertices) != request.binding.vertices.shape[0]:
-        raise scene_io.SceneError(
-            f"The mesh '{request.mesh}' changed while it was being bound; run Auto-Bind again."
-        )
+    """The fitted armature at the world origin; each piece's vertex groups, modifier and parent."""
+    pieces = [bpy.data.objects.get(name) for name in request.meshes]
+    for name, obj, count in zip(request.meshes, pieces, request.counts, strict=True):
+        if obj is None or obj.type != "MESH" or len(obj.data.vertices) != count:
+            raise scene_io.SceneError(f"The mesh '{name}' changed while it was being bound; run Auto-Bind "
+                                      "again.")
     result.rig.validate()
-    collection = obj.users_collection[0] if obj.users_collection else context.scene.collection
+    body = pieces[0]
+    collection = body.users_collection[0] if body.users_collection else context.scene.collection
+    names = list(result.rig.names)
+    counts = dict.fromkeys(MASKS, 0)
     with SceneChange(context.scene) as change:
-        change.keep_vertex_groups(obj)
-        change.keep_modifiers(obj)
-        change.keep_parent(obj)
-        arm = scene_io.create_armature(result.rig, f"{obj.name} Rig", collection)
+        for obj in pieces:
+            change.keep_vertex_groups(obj)
+            change.keep_modifiers(obj)
+            change.keep_parent(obj)
+        arm = scene_io.create_armature(result.rig, f"{body.name} Rig", collection)
         arm["kirin_template"] = result.family
         arm["kirin_fit_quality"] = result.quality
-        names = list(result.rig.names)
-        scene_io.write_vertex_groups(obj, names, result.weights.joint_indices, result.weights.joint_weights)
-        counts = write_masks(obj, result.weights)
-        modifier = obj.modifiers.new("Armature", "ARMATURE")
-        modifier.object = arm
-        world = obj.matrix_world.copy()
-        obj.parent = arm
-        obj.matrix_parent_inverse = arm.matrix_world.inverted()
-        obj.matrix_world = world
+        start = 0
+        for obj, count in zip(pieces, request.counts, strict=True):
+            weights = _piece_weights(result.weights, start, start + count)
+            start += count
+            scene_io.write_vertex_groups(obj, names, weights.joint_indices, weights.joint_weights)
+            for key, value in write_masks(obj, weights).items():
+                counts[key] += value
+            modifier = obj.modifiers.new("Armature", "ARMATURE")
+            modifier.object = arm
+            world = obj.matrix_world.copy()
+            obj.parent = arm
+            obj.matrix_parent_inverse = arm.matrix_world.inverted()
+            obj.matrix_world = world
     return arm, counts
 
 
@@ -134,18 +191,7 @@ class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
     def _start(self, context) -> BindTask | None:
         settings = context.scene.kirin
         family = (self.family if self.properties.is_property_set("family") else settings.bind_family).lower()
-        try:
-            obj = context.active_object
-            _unbound(obj)
-            vertices, triangles = scene_io.read_surface(obj)
-            if triangles.shape[0] == 0:
-                raise scene_io.SceneError(f"'{obj.name}' has no faces: Auto-Bind needs a surface.")
-            binding = BindRequest(vertices, triangles, None if family == "auto" else family,
-                                  settings.bind_weights.lower(), transfer_options(settings))
-            return BindTask(connect(context), BindInput(obj.name, binding))
-        except (scene_io.SceneError, BackendError) as exc:
-            self.report({"ERROR"}, str(exc))
-            return None
+        return start_task(self, lambda: BindTask(connect(context), read_bind_input(context, family)))
 
     def _finish(self, context, task: BindTask, result: BindResult) -> set[str]:
         try:
@@ -155,15 +201,20 @@ class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
             return {"CANCELLED"}
         chamfer = result.chamfer.get("mean")
         last_bind.clear()
-        last_bind.update({"mesh": task.request.mesh, "armature": arm.name, "family": result.family,
+        last_bind.update({"mesh": task.request.mesh, "meshes": list(task.request.meshes),
+                          "left_out": dict(task.request.left_out), "armature": arm.name,
+                          "family": result.family,
                           "quality": result.quality, "chamfer": result.chamfer, "scores": result.scores,
                           "method": result.method, "bones": result.rig.joint_count,
                           "vertices": int(task.request.binding.vertices.shape[0]), "masks": counts,
                           "seconds_backend": result.seconds, "weights": result.weights.stats})
-        text = (f"'{task.request.mesh}' bound to a {result.family} template ({result.rig.joint_count} "
+        pieces = len(task.request.meshes)
+        text = (f"'{task.request.mesh}'" + (f" and {pieces - 1} more mesh(es)" if pieces > 1 else "")
+                + f" bound to a {result.family} template ({result.rig.joint_count} "
                 f"bones), fit {result.quality}"
                 + (f" (Chamfer {100 * chamfer:.2f} % of its size)" if chamfer else "")
-                + f"; {counts['inpainted']} vertices inpainted")
+                + f"; {counts['inpainted']} vertices inpainted"
+                + "".join(f"; '{name}' left out ({why})" for name, why in task.request.left_out.items()))
         if result.quality == "poor":
             self.report({"WARNING"}, text + ": check the skeleton, or pick the template by hand")
         else:

@@ -1,5 +1,6 @@
-"""`kirin bind`: Auto-Bind a mesh headless through the same operator a user clicks, then optionally
-Generate Motion on the new rig, and save a .blend (+ a JSON report)."""
+"""`kirin bind`: Auto-Bind a file's character headless through the same operator a user clicks (its
+meshes selected, as a user would: every piece, never a bone's display shape), then optionally Generate
+Motion on the new rig, and save a .blend (+ a JSON report naming what was bound and what was left out)."""
 
 from __future__ import annotations
 
@@ -41,12 +42,50 @@ def strip_rig(meshes: list[bpy.types.Object]) -> None:
     bpy.context.view_layer.update()  # else the view layer still lists the removed objects (as None)
 
 
-def import_mesh(path: str | None, creature_seed: int = 0) -> bpy.types.Object:
-    """The mesh to bind: every mesh of the file joined into one (rig and weights stripped), or the
-    built-in procedural creature's body without its rig."""
+def bone_shapes() -> set[bpy.types.Object]:
+    """Objects drawn as bones' custom shapes (glTF's importer adds an 'Icosphere' for them): display
+    helpers, never a character's skin."""
+    return {bone.custom_shape for arm in bpy.data.objects if arm.type == "ARMATURE"
+            for bone in arm.pose.bones if bone.custom_shape is not None}
+
+
+def character_meshes(objects: list[bpy.types.Object]) -> tuple[list[bpy.types.Object], dict[str, str]]:
+    """What of a file's new objects is the character to bind: its meshes with faces, visible, not a
+    bone's custom shape, and, where some are rigged (skinned or parented to an armature), those only:
+    all pieces of the character (body, eyes, horns, armour), the largest first. And what was left out,
+    with why."""
+    shapes = bone_shapes()
+    meshes = sorted((o for o in objects if o.type == "MESH"), key=lambda o: o.name)
+    left_out: dict[str, str] = {}
+    kept = []
+    for obj in meshes:
+        obj.data.calc_loop_triangles()
+        if obj in shapes:
+            left_out[obj.name] = "a bone's custom shape"
+        elif len(obj.data.loop_triangles) == 0:
+            left_out[obj.name] = "no faces"
+        elif obj.hide_render or obj.hide_viewport:
+            left_out[obj.name] = "hidden"
+        else:
+            kept.append(obj)
+    rigged = [o for o in kept if o.find_armature() is not None
+              or (o.parent is not None and o.parent.type == "ARMATURE")]
+    if rigged:
+        for obj in kept:
+            if obj not in rigged:
+                left_out[obj.name] = "not part of the rigged character"
+        kept = rigged
+    kept.sort(key=lambda o: -len(o.data.vertices))
+    return kept, left_out
+
+
+def import_mesh(path: str | None, creature_seed: int = 0) -> tuple[list[bpy.types.Object], dict[str, str]]:
+    """The meshes to bind, the body first (`character_meshes`: rig and weights stripped), and those of
+    the file left out with why; or the built-in procedural creature's body without its rig."""
     before = set(bpy.data.objects)
     if path is None:
         _, meshes = headless.builtin_creature(creature_seed)
+        left_out: dict[str, str] = {}
     else:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"No such file: {path}")
@@ -58,16 +97,13 @@ def import_mesh(path: str | None, creature_seed: int = 0) -> bpy.types.Object:
         else:
             known = ", ".join(sorted(MESH_IMPORTERS))
             raise ValueError(f"Unsupported mesh file '{ext}' (use {known} or .blend)")
-        meshes = [o for o in bpy.data.objects if o not in before and o.type == "MESH"]
+        meshes, left_out = character_meshes([o for o in bpy.data.objects if o not in before])
     if not meshes:
-        raise ValueError(f"'{path}' contains no mesh.")
+        raise ValueError(f"'{path}' contains no mesh to bind"
+                         + (f" (left out: {', '.join(f'{k}: {v}' for k, v in left_out.items())})." if left_out
+                            else "."))
     strip_rig(meshes)
-    headless.activate(meshes[0])
-    for obj in meshes[1:]:
-        obj.select_set(True)
-    if len(meshes) > 1:
-        bpy.ops.object.join()
-    return bpy.context.view_layer.objects.active
+    return meshes, left_out
 
 
 @dataclass
@@ -107,15 +143,19 @@ def run_bind(job: BindJob) -> dict:
     generate = sys.modules[f"{module}.operators.generate"]
     try:
         with clock.lap("load_mesh"):
-            body = import_mesh(os.path.abspath(job.mesh_file) if job.mesh_file else None, job.creature_seed)
+            meshes, left_out = import_mesh(os.path.abspath(job.mesh_file) if job.mesh_file else None,
+                                           job.creature_seed)
         settings = bpy.context.scene.kirin
         settings.weight_method, settings.max_influences = job.method.upper(), job.max_influences
         settings.bind_weights = job.weights.upper()
         with clock.lap("auto_bind"):
-            headless.activate(body)
+            headless.activate(meshes[0])
+            for obj in meshes[1:]:
+                obj.select_set(True)
             if bpy.ops.kirin.auto_bind(family=(job.template or "auto").upper()) != {"FINISHED"}:
                 raise RuntimeError("Auto-Bind failed; Blender printed the reason above.")
         summary = dict(binding.last_bind)
+        summary["left_out"] = {**left_out, **summary.get("left_out", {})}
         arm = bpy.data.objects[summary["armature"]]
         if job.prompt:
             with clock.lap("generate"):
@@ -124,7 +164,7 @@ def run_bind(job: BindJob) -> dict:
         summary.update({"mesh_file": os.path.abspath(job.mesh_file) if job.mesh_file else "built-in creature",
                         "blend": os.path.abspath(job.out), "seconds_total": round(clock.elapsed(), 3),
                         "timings_s": clock.rounded(),
-                        "rest_matches": _rest_matches(body, arm)})
+                        "rest_matches": max(_rest_matches(obj, arm) for obj in meshes)})
     finally:
         headless.disable_extension(module)
     headless.write_report(summary, job.report)

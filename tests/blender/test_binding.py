@@ -150,6 +150,44 @@ def test_auto_bind_makes_a_rig_that_keeps_the_rest_shape_and_moves_the_mesh(crea
     assert arm.animation_data.action.name == "Kirin: a dog trotting forward"
 
 
+def test_auto_bind_binds_every_selected_piece_to_one_rig(creature):
+    """A character in pieces (body, an eye, armour) is bound as one: one fit on all of them, each piece
+    skinned to the one new rig; a selected mesh without faces is left out and named."""
+    _, body = creature
+    body = unrigged(body)
+    rest = scene_io.read_surface(body)[0]
+    top = rest[np.argmax(rest[:, 2])]  # an eye (or a horn) where the body is highest
+    bpy.ops.mesh.primitive_ico_sphere_add(radius=0.02 * np.ptp(rest, axis=0).max(), location=tuple(top))
+    eye = bpy.context.active_object
+    eye.name = "Eye"
+    loose = bpy.data.meshes.new("Points")
+    loose.vertices.add(3)
+    points = bpy.data.objects.new("Points", loose)
+    bpy.context.scene.collection.objects.link(points)
+    activate(body)
+    eye.select_set(True)
+    points.select_set(True)
+    assert bpy.ops.kirin.auto_bind(family="QUADRUPED") == {"FINISHED"}
+    report = dict(ext("operators.bind").last_bind)
+    arm = bpy.data.objects[report["armature"]]
+    assert report["meshes"] == [body.name, "Eye"] and report["left_out"] == {"Points": "no faces"}
+    assert report["vertices"] == len(body.data.vertices) + len(eye.data.vertices)
+    for piece in (body, eye):
+        assert piece.parent == arm and any(m.type == "ARMATURE" and m.object == arm for m in piece.modifiers)
+        names, indices, weights = scene_io.read_vertex_groups(piece)
+        bones = np.isin(indices, [i for i, n in enumerate(names) if n not in MASKS])
+        assert np.allclose(np.where(bones, weights, 0.0).sum(axis=1), 1.0, atol=1e-4)
+    assert not points.modifiers and points.parent is None and not points.vertex_groups
+    # The eye rides on the body: posed, it moves with the body's vertices nearest to it.
+    bpy.context.view_layer.update()
+    eye_rest = scene_io.evaluated_mesh_vertices(eye, arm)
+    near = np.argsort(np.linalg.norm(rest - eye_rest.mean(axis=0), axis=1))[:20]
+    posed_body, posed_eye = posed_vertices(arm, body, seed=4), posed_vertices(arm, eye, seed=4)
+    body_move = (posed_body[near] - rest[near]).mean(axis=0)
+    eye_move = (posed_eye - eye_rest).mean(axis=0)
+    assert np.linalg.norm(eye_move - body_move) < 0.5 * np.linalg.norm(body_move) + 1e-6
+
+
 def test_auto_bind_undo_and_bad_input(creature):
     arm, body = creature
     before = scene_state()
@@ -225,3 +263,55 @@ def test_cli_bind_then_generate(tmp_path):
     arm = bpy.data.objects[summary["armature"]]
     assert arm.animation_data.action is not None
     bpy.ops.wm.read_factory_settings(use_empty=True)
+
+
+SHIBA = ROOT.parent / "shared" / "assets" / "quaternius" / "animals_pack" / "ShibaInu.glb"
+
+
+@pytest.mark.skipif(not SHIBA.is_file(), reason="needs ../shared/assets")
+def test_cli_binds_the_shiba_inus_body(tmp_path):
+    """A new user's first try: the dog's body is bound (as a quadruped), not glTF's bone shape."""
+    out, report = tmp_path / "shiba.blend", tmp_path / "shiba.json"
+    kirin = Path(sys.executable).with_name("kirin")
+    run = subprocess.run([str(kirin), "bind", "--mesh", str(SHIBA), "--out", str(out), "--json", str(report),
+                          "--threads", "1", "--device", "cpu"], capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = json.loads(report.read_text())
+    assert summary["meshes"] == ["ShibaInu"] and summary["left_out"] == {"Icosphere": "a bone's custom shape"}
+    assert summary["vertices"] > 3000 and summary["family"] == "quadruped" and summary["quality"] != "poor"
+    assert summary["rest_matches"] < 1e-4
+
+
+# ----------------------------------------------------------------------------- what a file's character is
+ASSETS = ROOT.parent / "shared" / "assets"
+CHARACTER_FILES = sorted(p for p in ASSETS.rglob("*") if p.suffix.lower() in (".glb", ".gltf", ".fbx")) \
+    if ASSETS.is_dir() else []
+
+
+@pytest.mark.skipif(not CHARACTER_FILES, reason="needs ../shared/assets")
+def test_every_artist_file_binds_its_character_and_nothing_else():
+    """`kirin bind --mesh FILE` binds what `character_meshes` picks: on every character file in the
+    assets, all the meshes its armature deforms (every piece), never a bone's custom shape (glTF's
+    importer adds an 'Icosphere' for them: the Shiba Inu's was bound as a 'bird'). Prints the list."""
+    listing, wrong = {}, []
+    for path in CHARACTER_FILES:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        headless_bind.MESH_IMPORTERS[path.suffix.lower()](str(path))
+        objects = list(bpy.data.objects)
+        shapes = headless_bind.bone_shapes()
+        skinned = {o.name for o in objects if o.type == "MESH" and o.find_armature() is not None
+                   and len(o.data.polygons)}
+        bound, left_out = headless_bind.character_meshes(objects)
+        names = [o.name for o in bound]
+        listing[str(path.relative_to(ASSETS))] = {"bound": names, "left_out": left_out}
+        if not bound or any(o in shapes for o in bound) or not skinned <= set(names):
+            wrong.append((path.name, names, left_out))
+        if any(o.type == "MESH" and o not in bound and o.name not in left_out for o in objects):
+            wrong.append((path.name, "a mesh neither bound nor reported", names))
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    print(json.dumps(listing, indent=1))
+    assert not wrong, wrong
+    assert listing["quaternius/animals_pack/ShibaInu.glb"] == {
+        "bound": ["ShibaInu"], "left_out": {"Icosphere": "a bone's custom shape"}}
+    assert len(listing) >= 100
