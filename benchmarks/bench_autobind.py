@@ -44,13 +44,19 @@ procedural creatures of both families, whose skeleton is known exactly):
    for procedural creatures also against the known skeleton by role
    (`templates.joint_position_error`, the goal's measure).
 
+8. skeleton distances (`kirin_addon/eval/skeleton.py`): CD-J2J and CD-B2B between the fitted skeleton
+   and the artist's joints that carry skin, in % of the mesh's bounding-box diagonal. `--skeleton`
+   measures only these (import, fit, compare: seconds a character) on every character file of the
+   assets, and summarises them on the held-out characters of data/bind_heldout.txt.
+
 Goals: ours (robust; the heat sets get the same verdicts) ≤ 0.5× bone heat's mean error and below
 Data Transfer's (artist characters; verdicts for both kinds of poses); joint error ≤ 5 % of body
-size (procedural creatures).
+size (procedural creatures); held-out CD-J2J median ≤ 2 %, worst ≤ 5 % of the diagonal.
 
 Run: .venv/bin/python benchmarks/bench_autobind.py [--assets ../shared/assets] [--only Fox Casual ...]
      [--frames 16] [--procedural 3] [--family biped] [--align-rest] [--json out.json]
      [--methods robust heat ...] [--prior-sweep 10 100 1000]
+     .venv/bin/python benchmarks/bench_autobind.py --skeleton [--only ...] [--json out.json]
 Seconds: Kirin = transfer (+ heat solve) + cut to 4 influences; Blender = operator(s) + reading the
 groups back.
 """
@@ -81,6 +87,7 @@ from kirin.kirin_addon.core.creature import Creature  # noqa: E402
 from kirin.kirin_addon.core.motion import forward_kinematics, motion_from_world_transforms  # noqa: E402
 from kirin.kirin_addon.core.rig import Rig  # noqa: E402
 from kirin.kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices  # noqa: E402
+from kirin.kirin_addon.eval.skeleton import Skeleton, skeleton_distances, skinning_joints  # noqa: E402
 from kirin.kirin_addon.library.families.build import build_creature  # noqa: E402
 from kirin.kirin_addon.retarget.retargeter import RetargetResult, retarget  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
@@ -99,6 +106,15 @@ CHARACTER_SETS: tuple[tuple[str, tuple[str | None, ...]], ...] = (
     ("quaternius/modular_women/*.glb", ("biped",)),
     ("quaternius/dinosaurs_pack/*.glb", (None, "quadruped", "biped")),
 )
+# --skeleton: every character file of the assets once (the sets above with their first family, the
+# rest by detection).
+SKELETON_SETS = CHARACTER_SETS + tuple((pattern, (None,)) for pattern in (
+    "quaternius/fish_pack/*.glb", "quaternius/cute_fish_pack/*.glb", "quaternius/easy_enemies_pack/*.glb",
+    "quaternius/mech_pack/*.glb", "quaternius/platformer_game_pack/*.glb", "quaternius_monsters/*/*.glb",
+    "quaternius_fbx/*/*.fbx", "khronos_*/*.glb", "luanti_spider/*.gltf", "threejs_robotexpressive/*.glb"))
+# The held-out characters: no fit, training or calibration sees them.
+HELD_OUT_FILE = Path(__file__).resolve().parents[1] / "data" / "bind_heldout.txt"
+GOAL_CD_J2J_MEDIAN, GOAL_CD_J2J_WORST = 2.0, 5.0  # % of the mesh's bounding-box diagonal (held-out)
 PROCEDURAL_FAMILIES = ("quadruped", "biped")
 METHODS = ("robust", "10-NN", "heat", "heat+prior", "BoneHeat", "DataTransfer")
 KIRIN_METHODS = ("robust", "10-NN")  # transfers from the fitted template
@@ -516,13 +532,100 @@ def joint_errors(subject: Subject, fitted: Fitted, mapping: dict[str, str | None
            "mapped": len(pairs), "fitted_joints": fitted.rig.joint_count,
            "bad_pairs": [f"{pairs[i][0]}←{pairs[i][1]} {dist[i]:.1f}%" for i in order
                          if dist[i] > BAD_PAIR * 100],
-           "body_size": size}
+           "body_size": size, **skeleton_chamfer(subject, fitted)}
     if subject.creature is not None:
         truth = joint_position_error(fitted.fit.creature, fitted.fit.rig, subject.creature)
         out["truth_mean_pct"] = truth["mean_fraction"] * 100.0
         out["truth_max_pct"] = truth["max_fraction"] * 100.0
         out["truth_matched"] = truth["matched"]
     return out
+
+
+def skeleton_chamfer(subject: Subject, fitted: Fitted) -> dict[str, float]:
+    """CD-J2J and CD-B2B between the fitted skeleton and the artist's (its joints that carry skin), in %
+    of the mesh's bounding-box diagonal (`kirin_addon/eval/skeleton.py`)."""
+    artist = Skeleton.of_rig(subject.rig.transformed(subject.world), skinning_joints(subject.weights))
+    return skeleton_distances(Skeleton.of_rig(fitted.fit.rig), artist, subject.diagonal)
+
+
+def held_out(assets: Path) -> set[Path]:
+    """The held-out character files (data/bind_heldout.txt)."""
+    lines = HELD_OUT_FILE.read_text().splitlines()
+    return {assets / line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def skeleton_rows(assets: Path, only: list[str] | None) -> list[tuple[str, Path, str | None]]:
+    """Every character file once, with the family its set fits (None: detected)."""
+    rows, seen = [], set()
+    for pattern, families in SKELETON_SETS:
+        for path in support.find_characters(assets, (pattern,), only):
+            if path not in seen:
+                seen.add(path)
+                rows.append((f"{path.relative_to(assets).parent}/{path.stem}", path, families[0]))
+    return rows
+
+
+def skeleton_row(name: str, source: Path, family: str | None, held: bool) -> dict:
+    """Import, fit the template on the stripped meshes, and measure the skeleton against the artist's."""
+    start = time.perf_counter()
+    subject, _ = record_subject(name, source, 1, np.random.default_rng(0))
+    fitted = fit_skeleton(subject, family)
+    return {"character": name, "source": str(source), "held_out": held, "family_asked": family or "detect",
+            "family": fitted.fit.family, "fit_quality": fitted.fit.quality,
+            "chamfer_pct": fitted.fit.chamfer["mean"] * 100.0, "vertices": int(len(subject.vertices)),
+            "artist_joints": int(skinning_joints(subject.weights).sum()),
+            "fitted_joints": fitted.rig.joint_count,
+            **skeleton_chamfer(subject, fitted), "seconds": time.perf_counter() - start}
+
+
+def skeleton_summary(rows: list[dict]) -> dict[str, str]:
+    """CD-J2J / CD-B2B medians and worst, on the held-out characters (the goal) and on all."""
+    out = {}
+    for label, subset in (("held_out", [r for r in rows if r.get("held_out")]), ("all", rows)):
+        for key in ("cd_j2j_pct", "cd_b2b_pct"):
+            values = [(r[key], r["character"]) for r in subset if key in r]
+            if not values:
+                out[f"{label}_{key}"] = "not measured"
+                continue
+            worst, name = max(values)
+            out[f"{label}_{key}"] = (f"median {np.median([v for v, _ in values]):.2f} %, worst {worst:.2f} % "
+                                     f"({name}), n={len(values)}")
+    held = [r["cd_j2j_pct"] for r in rows if r.get("held_out") and "cd_j2j_pct" in r]
+    ok = bool(held) and np.median(held) <= GOAL_CD_J2J_MEDIAN and max(held) <= GOAL_CD_J2J_WORST
+    out["goal"] = (f"{'PASS' if ok else 'FAIL'}: held-out CD-J2J median ≤ {GOAL_CD_J2J_MEDIAN} %, "
+                   f"worst ≤ {GOAL_CD_J2J_WORST} % of the diagonal")
+    return out
+
+
+def run_skeletons(args: argparse.Namespace) -> int:
+    """--skeleton: the fitted skeleton against the artist's on every character file."""
+    held = held_out(args.assets)
+    subjects = skeleton_rows(args.assets, args.only)
+    print(f"{'character':<44} {'held':>4} {'template':<10} {'fit':<4} {'CD-J2J%':>7} {'CD-B2B%':>7} "
+          f"{'fit→art%':>8} {'art→fit%':>8} {'s':>5}   (held-out list: {HELD_OUT_FILE.name})", flush=True)
+    rows = []
+    for name, source, family in subjects:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        try:
+            row = skeleton_row(name, source, family, source in held)
+        except Exception as exc:  # noqa: BLE001 — a file that cannot be measured is a reported row
+            row = {"character": name, "source": str(source), "held_out": source in held,
+                   "reason": f"{type(exc).__name__}: {exc}"}
+            print(f"{name:<44} not measured: {row['reason']}", flush=True)
+        else:
+            mark = "yes" if row["held_out"] else ""
+            print(f"{name:<44} {mark:>4} {row['family']:<10} {row['fit_quality']:<4} "
+                  f"{row['cd_j2j_pct']:7.2f} {row['cd_b2b_pct']:7.2f} {row['fitted_to_artist_pct']:8.2f} "
+                  f"{row['artist_to_fitted_pct']:8.2f} {row['seconds']:5.1f}", flush=True)
+        rows.append(row)
+        if args.json:
+            write_json(args, rows, None)
+    result = skeleton_summary(rows)
+    for key, value in result.items():
+        print(f"{key}: {value}")
+    if args.json:
+        write_json(args, rows, result)
+    return 0
 
 
 def unmapped_weight(subject: Subject, mapping: dict[str, str | None]) -> dict[str, float]:
@@ -754,6 +857,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="write every number here")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
                         help="weight sets to compute (default: all)")
+    parser.add_argument("--skeleton", action="store_true",
+                        help="only the fitted skeleton against the artist's (CD-J2J, CD-B2B), on every "
+                             "character file of the assets")
     parser.add_argument("--prior-sweep", nargs="+", type=float, default=[], metavar="LAMBDA",
                         help="extra heat+prior weight sets with these prior weights (1/diagonal²)")
     return parser.parse_args(argv)
@@ -761,6 +867,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.skeleton:
+        return run_skeletons(args)
     subjects = find_subjects(args.assets, args.only, args.family, args.procedural)
     if not subjects:
         print(f"No characters under {args.assets} (only={args.only}).", file=sys.stderr)

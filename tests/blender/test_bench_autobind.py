@@ -49,3 +49,22 @@ def test_autobind_core_on_the_shiba(blender):
     # A weight set under its own best pose cannot do worse than under the retargeted one.
     for method in bench.METHODS:
         assert row["best_pose"]["methods"][method]["mean"] <= row["methods"][method]["mean"] + 1e-9, method
+    # The skeleton against the artist's: both directions finite, CD-J2J their mean.
+    assert 0.0 < joints["cd_j2j_pct"] < 20.0 and 0.0 < joints["cd_b2b_pct"] < 20.0
+    assert joints["cd_j2j_pct"] == pytest.approx(
+        0.5 * (joints["fitted_to_artist_pct"] + joints["artist_to_fitted_pct"]))
+
+
+def test_the_held_out_characters_exist_and_the_skeleton_row_marks_them(blender):
+    pytest.importorskip("torch")
+    bench = load_bench()
+    assets = SHIBA[0].parents[2]
+    held = bench.held_out(assets)
+    assert len(held) >= 15 and all(path.is_file() for path in held)
+    rows = bench.skeleton_rows(assets, None)
+    assert len(rows) >= 100 and held <= {path for _, path, _ in rows}
+    row = bench.skeleton_row("animals_pack/ShibaInu", SHIBA[0], "quadruped", SHIBA[0] in held)
+    assert row["held_out"] and row["family"] == "quadruped" and 0.0 < row["cd_j2j_pct"] < 20.0
+    summary = bench.skeleton_summary([row])
+    assert summary["held_out_cd_j2j_pct"].startswith("median")
+    assert summary["goal"].split(":")[0] in ("PASS", "FAIL")
