@@ -147,17 +147,19 @@ def _weights(vertices: int, joints: int, seed: int) -> WeightSet:
     return WeightSet(indices, weights, ~mask, mask, mask, {})
 
 
-def test_a_bind_that_fails_part_way_leaves_the_mesh_as_it_was(blender, monkeypatch) -> None:
-    """The new armature, the mesh's groups, modifier and parent: all gone again."""
+def test_a_bind_that_fails_part_way_leaves_the_meshes_as_they_were(blender, monkeypatch) -> None:
+    """The new armature, the pieces' groups, modifiers and parents: all gone again, the first piece's
+    too when the second one fails."""
     rig = build_biped()
     skin = capsule_mesh(rig)
-    mesh = _plain_mesh(skin)
-    mesh.vertex_groups.new(name="user group").add([0, 1, 2], 0.25, "REPLACE")
-    result = BindResult("biped", rig, _weights(len(mesh.data.vertices), rig.joint_count, 0), "good", {}, {},
-                        "test", 0.0)
-    request = bind.BindInput(mesh.name, SimpleNamespace(vertices=np.zeros((len(mesh.data.vertices), 3))))
+    pieces = [_plain_mesh(skin, name) for name in ("scan", "scan eyes")]
+    pieces[0].vertex_groups.new(name="user group").add([0, 1, 2], 0.25, "REPLACE")
+    count = len(pieces[0].data.vertices)
+    result = BindResult("biped", rig, _weights(2 * count, rig.joint_count, 0), "good", {}, {}, "test", 0.0)
+    request = bind.BindInput([p.name for p in pieces], [count, count],
+                             SimpleNamespace(vertices=np.zeros((2 * count, 3))))
     before = scene_state()
-    fail_on_call(monkeypatch, bind, "write_masks", 1)
+    fail_on_call(monkeypatch, bind, "write_masks", 2)
     with pytest.raises(Broke):
         bind.write_bind(bpy.context, request, result)
     assert scene_state() == before
