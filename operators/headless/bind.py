@@ -18,7 +18,7 @@ from . import common as headless
 MESH_IMPORTERS = {
     ".glb": lambda path: bpy.ops.import_scene.gltf(filepath=path),
     ".gltf": lambda path: bpy.ops.import_scene.gltf(filepath=path),
-    ".fbx": lambda path: bpy.ops.import_scene.fbx(filepath=path),
+    ".fbx": headless.import_fbx,
     ".obj": lambda path: bpy.ops.wm.obj_import(filepath=path),
     ".ply": lambda path: bpy.ops.wm.ply_import(filepath=path),
     ".stl": lambda path: bpy.ops.wm.stl_import(filepath=path),

@@ -140,6 +140,17 @@ def link_blend_objects(path: str) -> None:
             bpy.context.scene.collection.objects.link(obj)
 
 
+def import_fbx(path: str) -> None:
+    """Blender's FBX importer. Blender 5.0's sets a Cycles light property 5.0 no longer has
+    (`cast_shadow`) and fails on any file with a light (Quaternius' Chick, Cat...): the property is given
+    back first, unused by anything else."""
+    cycles = sys.modules.get("cycles.properties")
+    settings = getattr(cycles, "CyclesLightSettings", None)
+    if settings is not None and "cast_shadow" not in settings.bl_rna.properties:
+        settings.cast_shadow = bpy.props.BoolProperty(name="Cast Shadow", default=True)
+    bpy.ops.import_scene.fbx(filepath=path)
+
+
 def import_rig_file(path: str) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
     """Import a character file (glTF/GLB, FBX, BVH, .blend); returns its armature and skinned meshes."""
     if not os.path.isfile(path):
@@ -149,7 +160,7 @@ def import_rig_file(path: str) -> tuple[bpy.types.Object, list[bpy.types.Object]
     if ext in {".glb", ".gltf"}:
         bpy.ops.import_scene.gltf(filepath=path)
     elif ext == ".fbx":
-        bpy.ops.import_scene.fbx(filepath=path)
+        import_fbx(path)
     elif ext == ".bvh":
         bpy.ops.import_anim.bvh(filepath=path)
     elif ext == ".blend":
