@@ -176,8 +176,8 @@ class NeedsActiveMesh:
 
 
 class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
-    """Fit a template skeleton to the selected unrigged mesh and skin it: a new armature, vertex
-    groups and an Armature modifier (runs in Kirin's backend)"""
+    """Fit a template skeleton to the selected unrigged meshes (one character's pieces) and skin them: a
+    new armature, vertex groups and an Armature modifier (runs in Kirin's backend)"""
 
     bl_idname = "kirin.auto_bind"
     bl_label = "Auto-Bind"
