@@ -142,8 +142,8 @@ def link_blend_objects(path: str) -> None:
 
 def import_fbx(path: str) -> None:
     """Blender's FBX importer. Blender 5.0's sets a Cycles light property 5.0 no longer has
-    (`cast_shadow`) and fails on any file with a light (Quaternius' Chick, Cat...): the property is given
-    back first, unused by anything else."""
+    (`cast_shadow`) and fails on any file with a light (the five of Quaternius' FBX animals pack): the
+    property is given back first, unused by anything else."""
     cycles = sys.modules.get("cycles.properties")
     settings = getattr(cycles, "CyclesLightSettings", None)
     if settings is not None and "cast_shadow" not in settings.bl_rna.properties:
