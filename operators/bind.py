@@ -88,8 +88,7 @@ def meshes_to_bind(context) -> tuple[list[bpy.types.Object], dict[str, str]]:
         _unbound(obj)
     pieces, left_out = [], {}
     for obj in [active] + others:
-        obj.data.calc_loop_triangles()
-        if len(obj.data.loop_triangles) == 0:
+        if len(obj.data.polygons) == 0:
             left_out[obj.name] = "no faces"
         else:
             pieces.append(obj)

@@ -59,10 +59,9 @@ def character_meshes(objects: list[bpy.types.Object]) -> tuple[list[bpy.types.Ob
     left_out: dict[str, str] = {}
     kept = []
     for obj in meshes:
-        obj.data.calc_loop_triangles()
         if obj in shapes:
             left_out[obj.name] = "a bone's custom shape"
-        elif len(obj.data.loop_triangles) == 0:
+        elif len(obj.data.polygons) == 0:
             left_out[obj.name] = "no faces"
         elif obj.hide_render or obj.hide_viewport:
             left_out[obj.name] = "hidden"
