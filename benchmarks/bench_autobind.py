@@ -116,9 +116,10 @@ SKELETON_SETS = CHARACTER_SETS + tuple((pattern, (None,)) for pattern in (
 HELD_OUT_FILE = Path(__file__).resolve().parents[1] / "data" / "bind_heldout.txt"
 GOAL_CD_J2J_MEDIAN, GOAL_CD_J2J_WORST = 2.0, 5.0  # % of the mesh's bounding-box diagonal (held-out)
 PROCEDURAL_FAMILIES = ("quadruped", "biped")
-METHODS = ("robust", "10-NN", "heat", "heat+prior", "BoneHeat", "DataTransfer")
+METHODS = ("robust", "10-NN", "heat", "heat+prior", "learned", "BoneHeat", "DataTransfer")
 KIRIN_METHODS = ("robust", "10-NN")  # transfers from the fitted template
 HEAT_METHODS = ("heat", "heat+prior")  # bone heat on the mesh itself (+ "heat+prior@λ" of --prior-sweep)
+LEARNED = "learned"  # the three re-weighed by the network learned from artists (Auto-Bind's "learned")
 UNWELDED = "BoneHeat-unwelded"  # bone heat on the meshes as imported: measured, not in the table
 GOAL_VS_BONE_HEAT, GOAL_VS_DATA_TRANSFER, GOAL_JOINT_ERROR = 0.5, 1.0, 5.0  # ratios; % of body size
 MERGE_DISTANCE = 1e-5  # × bbox diagonal (as bench_weight_transfer): seam duplicates coincide
@@ -290,6 +291,25 @@ def heat_skin(subject: Subject, fitted: Fitted, method: str) -> Skin:
     return (indices, values), seconds, info
 
 
+def learned_skin(subject: Subject, fitted: Fitted) -> Skin:
+    """Auto-Bind's "learned" weights: bone heat, the robust transfer and their blend re-weighed by the
+    shipped network (models/bind/learned_weights.py), cut to 4 influences."""
+    from kirin.kirin_addon.bind.skin_weights import to_sparse
+    from kirin.kirin_addon.bind.weight_transfer import TransferConfig, transfer_weights
+    from kirin.models.bind.learned_weights import learned_weights
+
+    fit = fitted.fit
+    start = time.perf_counter()
+    transferred = transfer_weights(fit.template_vertices, fit.template_triangles, fitted.template_weights,
+                                   subject.vertices, subject.triangles,
+                                   TransferConfig(method="robust")).weights
+    result = learned_weights(subject.vertices, subject.triangles, fitted.rig, transferred,
+                             support.MAX_INFLUENCES)
+    indices, values = to_sparse(result.weights, support.MAX_INFLUENCES)
+    info = {"heat_seconds": result.heat.stats["seconds"]["total"]}
+    return (indices, values), time.perf_counter() - start, info
+
+
 def kirin_skin(subject: Subject, fitted: Fitted, method: str) -> Skin:
     fit = fitted.fit
     start = time.perf_counter()
@@ -364,6 +384,8 @@ def skin_all(subject: Subject, fitted: Fitted, methods: tuple[str, ...]) -> dict
             skins[method] = kirin_skin(subject, fitted, method)
         elif is_heat(method):
             skins[method] = heat_skin(subject, fitted, method)
+        elif method == LEARNED:
+            skins[method] = learned_skin(subject, fitted)
         elif method == "BoneHeat":
             skins[method], skins[UNWELDED] = bone_heat_skins(subject, fitted)
         else:
@@ -698,7 +720,7 @@ def canonical_note(frame) -> str:
 
 def ours(methods) -> list[str]:
     """Kirin's weight sets among `methods`, in order."""
-    return [m for m in methods if m in KIRIN_METHODS or is_heat(m)]
+    return [m for m in methods if m in KIRIN_METHODS or is_heat(m) or m == LEARNED]
 
 
 def ratios(results: dict) -> dict[str, float]:
@@ -713,6 +735,7 @@ def ratios(results: dict) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- report
 SHORT = {"robust": "robust", "10-NN": "10-NN", "heat": "heat", "heat+prior": "heat+prior",
+         "learned": "learned",
          "BoneHeat": "bone heat", "DataTransfer": "Data Transfer"}
 
 

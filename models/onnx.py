@@ -1,4 +1,5 @@
-"""Both denoisers as ONNX: the export, int8 quantisation, and an onnxruntime runner (CUDA when present).
+"""The networks as ONNX (both denoisers, Auto-Bind's weight scorer): the export, int8 quantisation, and an
+onnxruntime runner (CUDA when present).
 
 An exported graph takes its denoiser's inputs by name, with batch, token, joint and text-length axes
 dynamic, so one file serves every rig, clip length and guidance batch. onnxruntime-gpu and
@@ -85,6 +86,9 @@ def quantize_int8(path: str | Path, out: str | Path | None = None) -> Path:
     return out
 
 
+_NUMPY_TYPES = {"tensor(bool)": bool, "tensor(int64)": np.int64, "tensor(float)": np.float32}
+
+
 class OnnxDenoiser:
     """Callable like `Denoiser.forward` (keyword tensors in, tensor out), run by onnxruntime."""
 
@@ -112,16 +116,11 @@ class OnnxDenoiser:
         self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
         # The graph was exported with its inputs named (export_graph): their order is the graph's own.
         self.inputs = inputs or tuple(node.name for node in self.session.get_inputs())
+        # Each input is cast to the type the graph declares (masks bool, steps and hops int64).
+        self.dtypes = {node.name: _NUMPY_TYPES.get(node.type, np.float32)
+                       for node in self.session.get_inputs()}
 
     def __call__(self, **inputs: torch.Tensor) -> torch.Tensor:
-        feed = {}
-        for name in self.inputs:
-            value = inputs[name].detach().cpu().numpy()
-            if name in ("joint_mask", "text_mask"):
-                value = value.astype(bool)
-            elif name in ("t", "hops", "edges"):
-                value = value.astype(np.int64)
-            else:
-                value = value.astype(np.float32)
-            feed[name] = value
+        feed = {name: inputs[name].detach().cpu().numpy().astype(self.dtypes.get(name, np.float32))
+                for name in self.inputs}
         return torch.from_numpy(self.session.run(["x0"], feed)[0])

@@ -29,6 +29,8 @@ BIND_WEIGHT_ITEMS = [
      "template's transferred weights (lowest error on benchmarks/bench_autobind.py)"),
     ("HEAT", "Bone heat", "Heat diffusion from the fitted bones on this mesh (Baran & Popović 2007)"),
     ("TRANSFER", "Template transfer", "The fitted template's weights transferred by the method below"),
+    ("LEARNED", "Learned", "Bone heat, the template's weights and their blend, re-weighed by a small network "
+     "trained on artists' skinned characters (models/weights/bind/MODEL_CARD.md)"),
 ]
 SMOOTH_DEFAULT = 0  # the engine's TransferConfig default
 AXES = [("AUTO", "Auto", "Detect from the rig")] + [

@@ -18,8 +18,9 @@ import numpy as np
 TRANSFER_OPTIONS = ("method", "max_distance", "max_angle", "surface_tolerance", "allow_flipped_normals",
                     "smooth_iterations", "max_influences", "k")
 # How Auto-Bind skins the mesh: the fitted template's weights transferred, bone heat on the mesh
-# itself (kirin_addon/bind/heat_weights.py), or bone heat pulled towards the transferred weights.
-BIND_WEIGHTS = ("transfer", "heat", "blend")
+# itself (kirin_addon/bind/heat_weights.py), bone heat pulled towards the transferred weights, or
+# those three re-weighed by the network learned from artists' weights (models/bind/learned_weights.py).
+BIND_WEIGHTS = ("transfer", "heat", "blend", "learned")
 DEFAULT_BIND_WEIGHTS = "blend"  # the lowest error on benchmarks/bench_autobind.py
 
 

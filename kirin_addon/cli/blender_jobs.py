@@ -117,8 +117,9 @@ def _add_bind_parser(sub: argparse._SubParsersAction) -> None:
     bind.add_argument("--mesh", help="mesh file: .glb/.gltf/.fbx/.obj/.ply/.stl/.blend; a rig in it is "
                                      "stripped (default: the built-in procedural creature's body)")
     bind.add_argument("--template", choices=FAMILIES, help="template family (default: detect the best)")
-    bind.add_argument("--weights", choices=("blend", "heat", "transfer"), default="blend",
-                      help="bone heat pulled to the template's weights, bone heat, or the template's")
+    bind.add_argument("--weights", choices=("blend", "heat", "transfer", "learned"), default="blend",
+                      help="bone heat pulled to the template's weights, bone heat, the template's, or "
+                           "those re-weighed by the network learned from artists' weights")
     bind.add_argument("--method", choices=("robust", "nearest"), default="robust",
                       help="weight transfer (of the template's weights)")
     bind.add_argument("--max-influences", type=int, default=4, dest="max_influences")

@@ -101,7 +101,7 @@ def test_auto_bind_fits_a_rig_and_skins_the_mesh(client):
     assert np.all(rig.heads >= lo - margin) and np.all(rig.heads <= hi + margin)
 
 
-def test_bind_weights_option_transfer_heat_and_blend(client, creature, monkeypatch):
+def test_bind_weights_option_transfer_heat_blend_and_learned(client, creature, monkeypatch):
     """The `weights` option of Auto-Bind, with the creature as its own "fitted template" (no fit)."""
     from types import SimpleNamespace
 
@@ -117,13 +117,14 @@ def test_bind_weights_option_transfer_heat_and_blend(client, creature, monkeypat
     monkeypatch.setattr(template_fit, "fit_template", lambda *args, **kwargs: fit)
     body = bind_to_json(BindRequest(mesh.vertices, mesh.triangles, family="quadruped"))
     assert "weights" not in body
-    assert BindingService().check_bind(body).request.weights == DEFAULT_BIND_WEIGHTS == "blend"
+    assert BindingService().check_bind(body).request.weights == DEFAULT_BIND_WEIGHTS
     with pytest.raises(ProtocolError):
         bind_to_json(BindRequest(mesh.vertices, mesh.triangles, weights="paint"))
     with pytest.raises(BackendError) as info:
         client.request("POST", "/jobs/bind", {**body, "weights": "paint"})
     assert info.value.status == 422
     methods = {}
+    default_method = {"blend": "heat+robust", "learned": "learned"}[DEFAULT_BIND_WEIGHTS]
     for option in (*BIND_WEIGHTS, None):
         request = BindRequest(mesh.vertices, mesh.triangles, "quadruped", option, {"method": "robust"})
         result = client.auto_bind(request).wait(timeout=120)
@@ -134,4 +135,5 @@ def test_bind_weights_option_transfer_heat_and_blend(client, creature, monkeypat
         assert np.allclose(weights.joint_weights.sum(axis=1), 1.0, atol=1e-5)
         if option == "heat":  # every vertex heated by a visible bone or diffused to; no blind piece
             assert np.array_equal(weights.inpainted, ~weights.matched) and not weights.fallback.any()
-    assert methods == {"transfer": "robust", "heat": "heat", "blend": "heat+robust", None: "heat+robust"}
+    assert methods == {"transfer": "robust", "heat": "heat", "blend": "heat+robust", "learned": "learned",
+                       None: default_method}

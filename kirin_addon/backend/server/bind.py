@@ -102,8 +102,6 @@ class BindingService:
 
     def run_bind(self, job: BindJob, report: Report) -> dict[str, Any]:
         from ....models.bind.template_fit import fit_template
-        from ...bind.heat_weights import PRIOR_WEIGHT, HeatConfig, rig_heat_weights
-        from ...bind.weight_transfer import TransferResult, transfer_weights
 
         started = time.perf_counter()
         request = job.request
@@ -116,23 +114,8 @@ class BindingService:
         except ValueError as exc:
             raise UserError(str(exc)) from exc
         seconds_fit = time.perf_counter() - started
-        method = job.config.method
         try:
-            if request.weights != "heat":
-                report(0.8, "transferring the template's skin weights")
-                result = transfer_weights(fit.template_vertices, fit.template_triangles, fit.template_weights,
-                                          request.vertices, request.triangles, job.config)
-            if request.weights != "transfer":
-                # Bone heat on the mesh; "blend" pulls it towards the transferred weights. Its masks:
-                # matched = heated by its nearest visible bone, inpainted = only diffused to,
-                # fallback = a piece no bone is visible from.
-                report(0.9, "computing bone-heat weights")
-                prior = result.weights if request.weights == "blend" else None
-                config = HeatConfig(prior_weight=PRIOR_WEIGHT if prior is not None else 0.0,
-                                    max_influences=job.config.max_influences)
-                heat = rig_heat_weights(request.vertices, request.triangles, fit.rig, prior, config)
-                result = TransferResult(heat.weights, heat.heated, ~heat.heated, heat.blind, heat.stats)
-                method = "heat" if prior is None else f"heat+{method}"
+            result, method = self._skin(request, fit, job.config, report)
         except ValueError as exc:
             raise UserError(str(exc)) from exc
         return {
@@ -146,3 +129,35 @@ class BindingService:
             "seconds_fit": seconds_fit,
             "seconds": time.perf_counter() - started,
         }
+
+    @staticmethod
+    def _skin(request: BindRequest, fit: Any, config: Any, report: Report) -> tuple[Any, str]:
+        """The mesh's weights for the fitted rig, by the request's `weights`, and the method's name.
+
+        Masks: transfer's own; for the heat sets, matched = heated by its nearest visible bone,
+        inpainted = only diffused to, fallback = a piece no bone is visible from."""
+        from ....models.bind.learned_weights import learned_weights
+        from ...bind.heat_weights import PRIOR_WEIGHT, HeatConfig, rig_heat_weights
+        from ...bind.weight_transfer import TransferResult, transfer_weights
+
+        result = None
+        if request.weights != "heat":  # bone heat alone needs no template weights
+            report(0.8, "transferring the template's skin weights")
+            result = transfer_weights(fit.template_vertices, fit.template_triangles, fit.template_weights,
+                                      request.vertices, request.triangles, config)
+        if request.weights == "transfer":
+            return result, config.method
+        if request.weights == "learned":
+            report(0.85, "computing bone heat and the learned weights")
+            learned = learned_weights(request.vertices, request.triangles, fit.rig, result.weights,
+                                      config.max_influences)
+            heat = learned.heat
+            masks = (heat.heated, ~heat.heated, heat.blind)
+            return TransferResult(learned.weights, *masks, heat.stats), "learned"
+        report(0.9, "computing bone-heat weights")
+        prior = result.weights if request.weights == "blend" else None
+        heat_config = HeatConfig(prior_weight=PRIOR_WEIGHT if prior is not None else 0.0,
+                                 max_influences=config.max_influences)
+        heat = rig_heat_weights(request.vertices, request.triangles, fit.rig, prior, heat_config)
+        method = "heat" if prior is None else f"heat+{config.method}"
+        return TransferResult(heat.weights, heat.heated, ~heat.heated, heat.blind, heat.stats), method
