@@ -81,6 +81,7 @@ from scipy.spatial import cKDTree  # noqa: E402
 
 from kirin.benchmarks import skinning_support as support  # noqa: E402
 from kirin.benchmarks.skinning_support import Weights, error_stats  # noqa: E402
+from kirin.kirin_addon.bind import best_pose  # noqa: E402
 from kirin.kirin_addon.bind.templates import joint_position_error  # noqa: E402
 from kirin.kirin_addon.core.canonical import detect_canonical_frame  # noqa: E402
 from kirin.kirin_addon.core.creature import Creature  # noqa: E402
@@ -123,9 +124,7 @@ LEARNED = "learned"  # the three re-weighed by the network learned from artists 
 UNWELDED = "BoneHeat-unwelded"  # bone heat on the meshes as imported: measured, not in the table
 GOAL_VS_BONE_HEAT, GOAL_VS_DATA_TRANSFER, GOAL_JOINT_ERROR = 0.5, 1.0, 5.0  # ratios; % of body size
 MERGE_DISTANCE = 1e-5  # × bbox diagonal (as bench_weight_transfer): seam duplicates coincide
-MIN_RIGID_VERTICES = 6  # distinct vertices near a bone below this: it starts from its parent's move
-PRIOR_PULL = 1e-6  # × the points' spread: how faintly a bone's update is pulled to its last rotation
-BEST_POSE_SWEEPS = 4  # passes over the bones when fitting each weight set's best pose
+BEST_POSE_SWEEPS = best_pose.SWEEPS  # passes over the bones when fitting each weight set's best pose
 BAD_PAIR = 0.10  # body sizes: a mapped joint pair farther apart than this is listed as mapped badly
 FPS = 30.0
 
@@ -435,89 +434,10 @@ def mapped_artist_weights(subject: Subject, fitted: Fitted, mapping: dict[str, s
 
 
 # --------------------------------------------------------------------------- 5. best poses (weights only)
-def nearest_bone(vertices: np.ndarray, rig: Rig) -> np.ndarray:
-    """(V,) the bone whose rest segment (head → tail) is nearest to each vertex."""
-    heads, tails = rig.heads, rig.tails
-    axis = tails - heads
-    along = np.einsum("vjk,jk->vj", vertices[:, None] - heads[None], axis)
-    t = along / np.maximum((axis * axis).sum(1), 1e-300)
-    closest = heads[None] + np.clip(t, 0.0, 1.0)[..., None] * axis[None]
-    return np.argmin(np.linalg.norm(vertices[:, None] - closest, axis=-1), axis=1)
-
-
-def rigid_fit(rest: np.ndarray, moved: np.ndarray, weights: np.ndarray | None = None,
-              prior: np.ndarray | None = None) -> np.ndarray:
-    """(T,4,4) weighted least-squares rigid transforms (Kabsch) taking rest (N,3) to `moved`.
-
-    With `weights` w (N,), `moved` holds w·y rather than y (T,N,3) and the fit minimises
-    Σ w²·|R x + t − y|² without ever dividing by a small w. `prior` (T,4,4): a faint pull towards
-    these rotations, which only decides where the points leave the rotation open (a collinear set)."""
-    w = np.ones(len(rest)) if weights is None else weights
-    wy = moved if weights is not None else moved * w[None, :, None]
-    a = w * w
-    rest_c = (a[:, None] * rest).sum(0) / a.sum()
-    moved_c = np.einsum("n,tnk->tk", w, wy) / a.sum()
-    cov = np.einsum("ni,tnj->tij", w[:, None] * (rest - rest_c), wy - w[None, :, None] * moved_c[:, None])
-    if prior is not None:  # maximise tr(R·cov) + λ·tr(R·R0ᵀ)
-        spread = float((a[:, None] * (rest - rest_c) ** 2).sum())
-        cov = cov + PRIOR_PULL * max(spread, 1e-300) * np.swapaxes(prior[:, :3, :3], -1, -2)
-    u, _, vt = np.linalg.svd(cov)
-    flip = np.sign(np.linalg.det(np.swapaxes(vt, -1, -2) @ np.swapaxes(u, -1, -2)))
-    vt[:, 2] *= np.where(flip == 0, 1.0, flip)[:, None]  # a proper rotation, never a reflection
-    rotation = np.swapaxes(vt, -1, -2) @ np.swapaxes(u, -1, -2)
-    out = np.tile(np.eye(4), (len(wy), 1, 1))
-    out[:, :3, :3] = rotation
-    out[:, :3, 3] = moved_c - rest_c @ np.swapaxes(rotation, -1, -2)
-    return out
-
-
-def well_spread(points: np.ndarray) -> bool:
-    """Enough distinct, non-collinear points to fix a rotation (seam duplicates count once)."""
-    if len(np.unique(np.round(points, 9), axis=0)) < MIN_RIGID_VERTICES:
-        return False
-    spread = np.linalg.svd(points - points.mean(0), compute_uv=False)
-    return bool(spread[1] > 1e-3 * spread[0])
-
-
-def segment_moves(subject: Subject, rig: Rig, owner: np.ndarray) -> np.ndarray:
-    """(T+1,J,4,4) each bone's rigid move fitted to the artist's mesh around it (its nearest
-    vertices); a bone without a well-spread set moves with its parent. The start of `best_moves`."""
-    moves = np.empty((len(subject.truth), rig.joint_count, 4, 4))
-    for j in rig.topological_order:  # parents first
-        members = np.flatnonzero(owner == j)
-        if well_spread(subject.vertices[members]):
-            moves[:, j] = rigid_fit(subject.vertices[members], subject.truth[:, members])
-        elif rig.parents[j] >= 0:
-            moves[:, j] = moves[:, rig.parents[j]]
-        else:
-            moves[:, j] = rigid_fit(subject.vertices, subject.truth)
-    return moves
-
-
 def best_moves(subject: Subject, weights: Weights, moves: np.ndarray, sweeps: int) -> np.ndarray:
-    """Rigid bone moves that fit the artist's deformed mesh best under these weights: block
-    coordinate descent, one bone at a time with the others fixed (the bone update of SSDR, Le &
-    Deng 2012), starting from `moves`. Every weight set gets its own best pose of the skeleton."""
-    count = len(subject.vertices)
+    """The weight set's best pose of the skeleton (kirin_addon/bind/best_pose.py) from `moves`."""
     dense = support.dense_weights(SkinnedMesh(subject.vertices, np.zeros((0, 3)), *weights), moves.shape[1])
-    homogeneous = np.concatenate([subject.vertices, np.ones((count, 1))], axis=1)
-    moves = moves.copy()
-    bones = {int(j): np.flatnonzero(dense[:, j] > 0) for j in np.flatnonzero(dense.any(axis=0))}
-
-    def moved(j: int) -> np.ndarray:  # (T,n,3) bone j's move of its own vertices
-        return np.einsum("tab,vb->tva", moves[:, j, :3, :], homogeneous[bones[j]])
-
-    blend = np.zeros(subject.truth.shape)
-    for j, rows in bones.items():
-        blend[:, rows] += dense[rows, j][None, :, None] * moved(j)
-    for _ in range(sweeps):
-        for j, rows in bones.items():
-            w = dense[rows, j][None, :, None]
-            others = blend[:, rows] - w * moved(j)
-            target = subject.truth[:, rows] - others
-            moves[:, j] = rigid_fit(subject.vertices[rows], target, w[0, :, 0], prior=moves[:, j])
-            blend[:, rows] = others + w * moved(j)
-    return moves
+    return best_pose.best_moves(subject.vertices, subject.truth, dense, moves, sweeps)
 
 
 def best_pose_errors(subject: Subject, fitted: Fitted, skins: dict[str, Skin], artist: Weights) -> dict:
@@ -525,8 +445,8 @@ def best_pose_errors(subject: Subject, fitted: Fitted, skins: dict[str, Skin], a
     retarget: what is left is the weights' error), with two references: rigid (each vertex on its
     nearest bone only) and the artist's own weights moved onto the fitted bones."""
     rig = fitted.rig
-    owner = nearest_bone(subject.vertices, rig)
-    start = segment_moves(subject, rig, owner)
+    owner = best_pose.nearest_bone(subject.vertices, rig)
+    start = best_pose.segment_moves(subject.vertices, subject.truth, rig, owner)
     sets = {m: w for m, (w, _, _) in skins.items()}
     sets |= {"rigid": (owner[:, None], np.ones((len(owner), 1))), "artist": artist}
     errors = {}

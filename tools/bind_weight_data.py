@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 
 from kirin.benchmarks import bench_autobind as bench  # noqa: E402
 from kirin.benchmarks import skinning_support as support  # noqa: E402
+from kirin.kirin_addon.bind import best_pose  # noqa: E402
 from kirin.kirin_addon.core.skinning import SkinnedMesh  # noqa: E402
 
 DEFAULT_OUT = Path.home() / ".cache" / "kirin" / "bind_weights"
@@ -52,8 +53,9 @@ def character_data(name: str, source: Path, family: str | None, frames: int) -> 
         mapping = {}
     artist = bench.mapped_artist_weights(subject, fitted, mapping)
     rig = fitted.rig
-    start = bench.segment_moves(subject, rig, bench.nearest_bone(subject.vertices, rig))
-    moves = bench.best_moves(subject, artist, start, bench.BEST_POSE_SWEEPS)
+    owner = best_pose.nearest_bone(subject.vertices, rig)
+    start = best_pose.segment_moves(subject.vertices, subject.truth, rig, owner)
+    moves = bench.best_moves(subject, artist, start, best_pose.SWEEPS)
     joints = rig.joint_count
     return {
         "name": np.array(name), "family": np.array(fitted.fit.family),

@@ -31,4 +31,5 @@ class WeightTrainConfig:
     reference_steps: int = 150  # fitting each classical set's own pose (full batch)
     validation_steps: int = 40  # refitting the validation pose to the network's weights (warm)
     seed: int = 0
+    start_set: str = "heat"  # the classical set (weight_features.WEIGHT_SETS) the untrained network gives
     model: WeightNetConfig = field(default_factory=WeightNetConfig)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ...kirin_addon.bind.weight_features import WEIGHT_SETS
 from ..training import save_weights_card
 from .weight_config import WeightTrainConfig
 from .weight_data import MoveTable, PairTensors, deformation_error, load_pairs
@@ -105,7 +106,7 @@ def train(config: WeightTrainConfig) -> dict:
           f"{len(validation_files)} validating, loaded in {time.perf_counter() - started:.0f} s", flush=True)
     net = WeightNet(config.model)
     net.mean, net.std = feature_statistics(training)
-    net.start_from(0)  # bone heat's log weight (kirin_addon/bind/weight_features.WEIGHT_SETS)
+    net.start_from(WEIGHT_SETS.index(config.start_set))  # that set's log weight is its first feature
     references = reference_errors(validation, validation_moves, config)
     # Characters weigh alike: a vertex's share is 1 / its character's sampled count, and its error
     # counts relative to bone heat's on that character under the stored pose (a badly fitted
@@ -167,11 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=defaults.out)
     parser.add_argument("--steps", type=int, default=defaults.steps)
     parser.add_argument("--vertices", type=int, default=defaults.vertices_per_character)
+    parser.add_argument("--start-set", choices=WEIGHT_SETS, default=defaults.start_set)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = WeightTrainConfig(data=args.data, out=args.out, steps=args.steps,
-                               vertices_per_character=args.vertices)
+                               vertices_per_character=args.vertices, start_set=args.start_set)
     print(f"written to {save(train(config), config)}")
     return 0
 

@@ -152,7 +152,8 @@ def test_auto_bind_makes_a_rig_that_keeps_the_rest_shape_and_moves_the_mesh(crea
 
 def test_auto_bind_binds_every_selected_piece_to_one_rig(creature):
     """A character in pieces (body, an eye, armour) is bound as one: one fit on all of them, each piece
-    skinned to the one new rig; a selected mesh without faces is left out and named."""
+    skinned to the one new rig; a selected mesh without faces is left out and named. The panel's
+    weights are the learned ones here (the shipped network, models/weights/bind/)."""
     _, body = creature
     body = unrigged(body)
     rest = scene_io.read_surface(body)[0]
@@ -167,10 +168,12 @@ def test_auto_bind_binds_every_selected_piece_to_one_rig(creature):
     activate(body)
     eye.select_set(True)
     points.select_set(True)
+    bpy.context.scene.kirin.bind_weights = "LEARNED"
     assert bpy.ops.kirin.auto_bind(family="QUADRUPED") == {"FINISHED"}
     report = dict(ext("operators.bind").last_bind)
     arm = bpy.data.objects[report["armature"]]
     assert report["meshes"] == [body.name, "Eye"] and report["left_out"] == {"Points": "no faces"}
+    assert report["method"] == "learned"
     assert report["vertices"] == len(body.data.vertices) + len(eye.data.vertices)
     for piece in (body, eye):
         assert piece.parent == arm and any(m.type == "ARMATURE" and m.object == arm for m in piece.modifiers)

@@ -47,7 +47,8 @@ def test_the_shipped_onnx_graph_is_the_shipped_safetensors_network():
     with torch.no_grad():
         expected = net(**example)
     assert torch.allclose(weight_scorer()(**example), expected, atol=1e-5)
-    assert card["training_characters"] and not set(card["training_characters"]) & set(card["validation_characters"])
+    training, validation = set(card["training_characters"]), set(card["validation_characters"])
+    assert training and validation and not training & validation
 
 
 def test_no_held_out_character_trained_or_validated_the_shipped_network():
