@@ -21,7 +21,8 @@ TRANSFER_OPTIONS = ("method", "max_distance", "max_angle", "surface_tolerance", 
 # itself (kirin_addon/bind/heat_weights.py), bone heat pulled towards the transferred weights, or
 # those three re-weighed by the network learned from artists' weights (models/bind/learned_weights.py).
 BIND_WEIGHTS = ("transfer", "heat", "blend", "learned")
-DEFAULT_BIND_WEIGHTS = "blend"  # the lowest error on benchmarks/bench_autobind.py
+# The lowest error on benchmarks/bench_autobind.py; "learned" does not beat it (docs/autobind_real.md).
+DEFAULT_BIND_WEIGHTS = "blend"
 
 
 class BindRequestError(ValueError):

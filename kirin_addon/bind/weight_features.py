@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.rig import Rig
 from .heat_weights import segment_distances
 from .mesh_geometry import vertex_normals
 
@@ -39,19 +40,6 @@ class WeightFeatures:
         return out
 
 
-def _tree_features(parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(J,) child counts and depths of the joints (parents index the joints, −1 a root)."""
-    count = len(parents)
-    children = np.bincount(parents[parents >= 0], minlength=count)
-    depth = np.zeros(count)
-    for j in range(count):  # parents may come after their children: follow each chain
-        k = j
-        while parents[k] >= 0:
-            depth[j] += 1
-            k = parents[k]
-    return children, depth
-
-
 def _candidates(classical: np.ndarray, distance: np.ndarray, deform: np.ndarray) -> np.ndarray:
     """(V, K) the bones the classical sets weigh most (by weight, ties by distance), then the nearest
     others; bones that do not deform come last."""
@@ -65,13 +53,12 @@ def _candidates(classical: np.ndarray, distance: np.ndarray, deform: np.ndarray)
     return np.argsort(key, axis=1, kind="stable")[:, :min(CANDIDATES, classical.shape[1])]
 
 
-def weight_features(vertices: np.ndarray, triangles: np.ndarray, heads: np.ndarray, tails: np.ndarray,
-                    parents: np.ndarray, deform: np.ndarray,
+def weight_features(vertices: np.ndarray, triangles: np.ndarray, rig: Rig,
                     classical: dict[str, np.ndarray]) -> WeightFeatures:
-    """The candidates and features of every vertex; `classical` holds the (V, J) weight sets of
-    WEIGHT_SETS, all in the rig's joint order (heads, tails, parents, deform: (J, …) of the rig)."""
+    """The candidates and features of every vertex for the rig's deform bones (head → tail at rest);
+    `classical` holds the (V, J) weight sets of WEIGHT_SETS, in the rig's joint order."""
     vertices = np.asarray(vertices, dtype=np.float64)
-    deform = np.asarray(deform, dtype=bool)
+    heads, tails, parents, deform = rig.heads, rig.tails, rig.parents, rig.deform
     diagonal = max(float(np.linalg.norm(np.ptp(vertices, axis=0))), 1e-12)
     normals = vertex_normals(vertices, triangles)
     distance, cosine = segment_distances(vertices, heads, tails, normals)
@@ -86,10 +73,10 @@ def weight_features(vertices: np.ndarray, triangles: np.ndarray, heads: np.ndarr
     t = along / np.maximum(length[candidates] ** 2, 1e-300)
     nearest = np.where(deform[None], distance, np.inf).min(axis=1, keepdims=True)
     d = distance[rows, candidates]
-    children, depth = _tree_features(np.asarray(parents))
+    children, depth = np.array([len(c) for c in rig.children]), rig.depth
     near_bone = candidates[:, :1]  # the most weighted bone (first by weight)
-    is_parent = (np.asarray(parents)[near_bone] == candidates).astype(float)
-    is_child = (np.asarray(parents)[candidates] == near_bone).astype(float)
+    is_parent = (parents[near_bone] == candidates).astype(float)
+    is_child = (parents[candidates] == near_bone).astype(float)
     rank = np.argsort(np.argsort(d, axis=1), axis=1) / max(candidates.shape[1] - 1, 1)
 
     columns = [np.log(s[rows, candidates] + WEIGHT_FLOOR) for s in sets]

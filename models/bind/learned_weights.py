@@ -45,7 +45,7 @@ def learned_weights(vertices: np.ndarray, triangles: np.ndarray, rig: Rig, trans
     heat = rig_heat_weights(vertices, triangles, rig, None, HeatConfig(max_influences=max_influences))
     blend = rig_heat_weights(vertices, triangles, rig, transferred,
                              HeatConfig(prior_weight=PRIOR_WEIGHT, max_influences=max_influences))
-    found = weight_features(vertices, triangles, rig.heads, rig.tails, rig.parents, rig.deform,
+    found = weight_features(vertices, triangles, rig,
                             {"heat": heat.weights, "blend": blend.weights, "transfer": transferred})
     scorer = weight_scorer(folder)
     scores = np.concatenate([

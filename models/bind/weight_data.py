@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ...kirin_addon.bind.weight_features import WeightFeatures, weight_features
+from ...kirin_addon.core.rig import Rig
 from .. import geometry
 
 CLASSICAL_KEYS = {"heat": "weights_heat", "blend": "weights_heat+prior", "transfer": "weights_robust"}
@@ -48,8 +49,12 @@ class Character:
         return float(np.linalg.norm(np.ptp(self.vertices, axis=0)))
 
     def features(self) -> WeightFeatures:
-        return weight_features(self.vertices, self.triangles, self.rest[:, :3, 3], self.tails, self.parents,
-                               self.deform, self.weights)
+        return weight_features(self.vertices, self.triangles, self.rig, self.weights)
+
+    @property
+    def rig(self) -> Rig:
+        names = [str(j) for j in range(len(self.parents))]
+        return Rig(names, self.parents, self.rest, self.tails, self.deform)
 
 
 @dataclass

@@ -5,6 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from kirin.kirin_addon.bind.weight_features import CANDIDATES, FEATURES, WEIGHT_SETS, weight_features
+from kirin.kirin_addon.core.rig import Rig
+
+
+def rig_of(heads, tails, parents, deform) -> Rig:
+    rest = np.tile(np.eye(4), (len(heads), 1, 1))
+    rest[:, :3, 3] = heads
+    return Rig([f"b{j}" for j in range(len(heads))], parents, rest, tails, deform)
 
 
 def chain(bones: int = 12):
@@ -30,7 +37,7 @@ def test_the_weighted_bone_is_the_first_candidate_and_hidden_bones_are_never_can
     deform = np.ones(len(heads), bool)
     deform[5] = False
     sets = dict.fromkeys(WEIGHT_SETS, one_hot)
-    found = weight_features(vertices, triangles, heads, tails, parents, deform, sets)
+    found = weight_features(vertices, triangles, rig_of(heads, tails, parents, deform), sets)
     assert found.candidates.shape == (len(vertices), CANDIDATES)
     assert found.features.shape == (len(vertices), CANDIDATES, FEATURES)
     assert np.isfinite(found.features).all()
@@ -44,7 +51,7 @@ def test_the_weighted_bone_is_the_first_candidate_and_hidden_bones_are_never_can
 
 def test_a_rig_with_fewer_bones_than_candidates_leaves_slots_empty_and_dense_puts_scores_back():
     vertices, triangles, heads, tails, parents, one_hot = chain(bones=3)
-    found = weight_features(vertices, triangles, heads, tails, parents, np.ones(3, bool),
+    found = weight_features(vertices, triangles, rig_of(heads, tails, parents, np.ones(3, bool)),
                             dict.fromkeys(WEIGHT_SETS, one_hot))
     assert found.candidates.shape[1] == 3 and found.valid.all()
     scores = np.zeros(found.candidates.shape)
@@ -58,8 +65,8 @@ def test_features_do_not_depend_on_the_meshs_scale_or_place():
     vertices, triangles, heads, tails, parents, one_hot = chain()
     sets = dict.fromkeys(WEIGHT_SETS, one_hot)
     deform = np.ones(len(heads), bool)
-    base = weight_features(vertices, triangles, heads, tails, parents, deform, sets)
-    moved = weight_features(vertices * 7.0 + 3.0, triangles, heads * 7.0 + 3.0, tails * 7.0 + 3.0, parents,
-                            deform, sets)
+    base = weight_features(vertices, triangles, rig_of(heads, tails, parents, deform), sets)
+    moved_rig = rig_of(heads * 7.0 + 3.0, tails * 7.0 + 3.0, parents, deform)
+    moved = weight_features(vertices * 7.0 + 3.0, triangles, moved_rig, sets)
     assert (base.candidates == moved.candidates).all()
     assert np.allclose(base.features, moved.features, atol=1e-4)
