@@ -8,7 +8,7 @@ import argparse
 import json
 from dataclasses import fields
 
-from ..bind.request import BIND_WEIGHTS
+from ..bind.request import BIND_WEIGHTS, DEFAULT_BIND_WEIGHTS
 from ..core.creature import FAMILIES
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -118,7 +118,7 @@ def _add_bind_parser(sub: argparse._SubParsersAction) -> None:
     bind.add_argument("--mesh", help="mesh file: .glb/.gltf/.fbx/.obj/.ply/.stl/.blend; a rig in it is "
                                      "stripped (default: the built-in procedural creature's body)")
     bind.add_argument("--template", choices=FAMILIES, help="template family (default: detect the best)")
-    bind.add_argument("--weights", choices=BIND_WEIGHTS, default="blend",
+    bind.add_argument("--weights", choices=BIND_WEIGHTS, default=DEFAULT_BIND_WEIGHTS,
                       help="bone heat pulled to the template's weights, bone heat, the template's, or "
                            "those re-weighed by the network learned from artists' weights")
     bind.add_argument("--method", choices=("robust", "nearest"), default="robust",

@@ -53,7 +53,5 @@ def learned_weights(vertices: np.ndarray, triangles: np.ndarray, rig: Rig, trans
                valid=torch.from_numpy(found.valid[start:start + CHUNK])).numpy()
         for start in range(0, len(found.valid), CHUNK)])
     dense = found.dense(scores, rig.joint_count).astype(np.float32)
-    strongest = dense.argmax(axis=1)
-    dense[dense < MIN_WEIGHT] = 0.0
-    dense[np.arange(len(dense)), strongest] = np.maximum(dense[np.arange(len(dense)), strongest], MIN_WEIGHT)
+    dense[dense < MIN_WEIGHT] = 0.0  # a vertex's strongest of ≤ 8 candidates is ≥ 1/8: never dropped
     return LearnedResult(finish_weights(dense, max_influences), heat)
