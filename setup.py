@@ -6,7 +6,7 @@ Everything else is in pyproject.toml; setuptools' `packages.find` cannot add the
 
 from setuptools import find_packages, setup
 
-TOP_LEVEL = ("kirin_addon", "models", "operators", "panels")
+TOP_LEVEL = ("kirin_addon", "models", "operators", "panels", "cli")
 
 FOUND = find_packages(".", include=[f"{top}*" for top in TOP_LEVEL])
 setup(packages=["kirin", *(f"kirin.{name}" for name in FOUND)])

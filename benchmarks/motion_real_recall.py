@@ -49,10 +49,10 @@ def read_case(character, clip, prompt: str, made, authored_action, authored_fram
 
 def recall(cases: list[RecallCase]) -> dict:
     """R@1 (and R@3) of the generated and the authored motions against the cases' prompts."""
+    from kirin.kirin_addon.generate.features import motion_features
     from kirin.models.data.cache import rig_arrays
     from kirin.models.encoders.text import load_text_encoder
     from kirin.models.eval.evaluator import TextMotionEvaluator
-    from kirin.models.representation import motion_features
 
     if len({c.label for c in cases}) < 2:
         return {"cases": len(cases), "reason": "fewer than two actions: nothing to rank against"}

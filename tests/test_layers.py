@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "kirin"  # the repository root is the package `kirin` (pyproject.toml)
-TOP_LEVEL = ("kirin_addon", "models", "operators", "panels")
+TOP_LEVEL = ("kirin_addon", "models", "operators", "panels", "cli")
 BLENDER_MODULES = {"bpy", "bmesh", "mathutils", "addon_utils", "bpy_extras"}
 
 # The engine's packages, lowest first: a package imports only packages of a lower rank (and itself).
@@ -27,10 +27,9 @@ ENGINE_RANKS = {
     "library": 2,
     "generate": 3, "bind": 3, "pose": 3, "video": 3,
     "backend": 4,
-    "cli": 5,
 }
 # The networks' packages: shared modules at the top of models/ (geometry, layers, diffusion…) lowest.
-MODEL_RANKS = {"": 0, "data": 1, "motion": 2, "pose": 2, "bind": 2, "video": 3, "eval": 3}
+MODEL_RANKS = {"": 0, "data": 1, "motion": 2, "pose": 2, "bind": 2, "video": 3, "eval": 3, "server": 4}
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -54,6 +53,12 @@ def _string_imports(node: ast.Call) -> Iterator[str | None]:
         return
     arg = node.args[0]
     yield arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
+
+
+def _is_sys_modules(node: ast.expr) -> bool:
+    """`sys.modules` (a look-up by name hides an import from this checker and couples by a string)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name)
+            and node.value.id == "sys")
 
 
 def _resolve(module: str, is_package: bool, level: int, target: str | None) -> str:
@@ -92,6 +97,8 @@ def imports_of(path: Path, root: Path, modules: set[str]) -> set[str]:
                 for alias in node.names:
                     full = f"{target}.{alias.name}"
                     add(full if full in modules else target)
+        elif isinstance(node, ast.Subscript) and _is_sys_modules(node.value):
+            found.add("<sys.modules>")
         elif isinstance(node, ast.Call):
             for name in _string_imports(node):
                 if name is None:
@@ -128,20 +135,25 @@ def rule_violations(graph: dict[str, set[str]]) -> list[str]:
             if target == "<dynamic>":
                 bad.append(f"{module} imports a module by a name that is not a string literal")
                 continue
+            if target == "<sys.modules>":
+                bad.append(f"{module} looks a module up in sys.modules[...]: import it, or return the value")
+                continue
             t_layer, t_feature = _layer(target)
             if target in BLENDER_MODULES:
                 if layer in ("kirin_addon", "models"):
                     bad.append(f"{module} imports {target}: the engine and the models never import bpy")
                 continue
-            in_server_or_cli = module.startswith(f"{PACKAGE}.kirin_addon.backend.server") or feature == "cli"
-            if t_layer == "models" and layer != "models" and not in_server_or_cli:
-                bad.append(f"{module} imports {target}: only backend/server and cli import models")
-            if t_layer == "operators" and layer not in ("operators", "") and feature != "cli":
-                bad.append(f"{module} imports {target}: only the root, operators and cli's runners do")
+            if t_layer == "models" and layer not in ("models", "cli"):
+                bad.append(f"{module} imports {target}: only models/ and the command line import models")
+            if t_layer == "operators" and layer not in ("operators", "", "cli"):
+                bad.append(f"{module} imports {target}: only the root, operators and the command line do")
             if t_layer == "panels" and layer not in ("panels", ""):
                 bad.append(f"{module} imports {target}: only the root registers the panels")
-            if layer == "models" and t_layer == "kirin_addon" and t_feature in ("backend", "cli"):
-                bad.append(f"{module} imports {target}: the models never import the backend or cli")
+            if t_layer == "cli" and layer != "cli":
+                bad.append(f"{module} imports {target}: the command line is a launcher nothing imports")
+            wire_format = t_layer == "kirin_addon" and t_feature == "backend"
+            if layer == "models" and wire_format and feature != "server":
+                bad.append(f"{module} imports {target}: of models/, only the server speaks the wire format")
             if layer == "kirin_addon" and t_layer == "kirin_addon" and feature != t_feature:
                 if ENGINE_RANKS.get(t_feature, 99) >= ENGINE_RANKS.get(feature, -1):
                     bad.append(f"{module} imports {target}: {feature}/ may not import {t_feature}/")
@@ -149,9 +161,6 @@ def rule_violations(graph: dict[str, set[str]]) -> list[str]:
                 if MODEL_RANKS.get(t_feature, 99) >= MODEL_RANKS.get(feature, -1):
                     bad.append(f"{module} imports {target}: models/{feature or '.'} may not import "
                                f"models/{t_feature or '.'}")
-            client_side = module.startswith(f"{PACKAGE}.kirin_addon.backend.") and ".server" not in module
-            if client_side and target.startswith(f"{PACKAGE}.kirin_addon.backend.server"):
-                bad.append(f"{module} imports {target}: the client side never imports the server")
     return bad
 
 
@@ -256,16 +265,33 @@ def test_a_clean_planted_tree_passes(tmp_path):
 
 @pytest.mark.parametrize("text, words", [
     ("from ..pose.space import JointLimits\n", "core/ may not import pose/"),
-    ("def f():\n    from ...models.pose import sampler\n", "only backend/server and cli import models"),
+    ("def f():\n    from ...models.pose import sampler\n", "only models/ and the command line import models"),
     ("import bpy\n", "never import bpy"),
     ("def f():\n    import importlib\n    importlib.import_module('kirin.models.pose.sampler')\n",
-     "only backend/server and cli import models"),
+     "only models/ and the command line import models"),
     ("import importlib\nNAME = 'x'\nimportlib.import_module(f'kirin.{NAME}')\n", "not a string literal"),
-    ("from ...operators import pose\n", "only the root, operators and cli's runners do"),
+    ("from ...operators import pose\n", "only the root, operators and the command line do"),
+    ("from ...cli import main\n", "the command line is a launcher nothing imports"),
+    ("import sys\nsampler = sys.modules['kirin.models.pose.sampler']\n", "sys.modules"),
 ])
 def test_a_planted_import_is_caught(tmp_path, text, words):
     files = dict(_CLEAN, **{"kirin_addon/core/rig.py": text, "operators/__init__.py": "",
-                            "operators/pose.py": ""})
+                            "operators/pose.py": "", "cli/__init__.py": "", "cli/main.py": ""})
+    bad = rule_violations(import_graph(_tree(tmp_path, files)))
+    assert any(words in line for line in bad), bad
+
+
+@pytest.mark.parametrize("text, words", [
+    ("from ...operators import pose\n", "only the root, operators and the command line do"),
+    ("def f():\n    from ...panels import main\n", "only the root registers the panels"),
+    ("from ...kirin_addon.backend import protocol\n", "only the server speaks the wire format"),
+    ("import sys\nrun = sys.modules[__name__.rpartition('.')[0]]\n", "sys.modules"),
+])
+def test_a_planted_import_in_the_models_is_caught(tmp_path, text, words):
+    files = dict(_CLEAN, **{"models/pose/sampler.py": text, "operators/__init__.py": "",
+                            "operators/pose.py": "", "panels/__init__.py": "", "panels/main.py": "",
+                            "kirin_addon/backend/__init__.py": "", "kirin_addon/backend/protocol.py": "",
+                            "cli/__init__.py": "", "cli/main.py": ""})
     bad = rule_violations(import_graph(_tree(tmp_path, files)))
     assert any(words in line for line in bad), bad
 

@@ -23,7 +23,7 @@ from .client import STOPPED, BackendClient
 from .protocol import PROTOCOL_VERSION
 from .results import BackendError, BackendStopped
 
-SERVE_MODULE = "kirin.kirin_addon.cli"  # `python -m SERVE_MODULE serve ...` in the backend's environment
+SERVE_MODULE = "kirin.cli"  # `python -m SERVE_MODULE serve ...` in the backend's environment
 
 
 # ----------------------------------------------------------------------------- the process
@@ -157,7 +157,7 @@ def start_backend(
     timeout: float = 120.0,
     wait_model: bool = False,
 ) -> BackendProcess:
-    """Launch `python -m kirin.kirin_addon.cli serve` (or `launch.command`) with a private token
+    """Launch `python -m kirin.cli serve` (or `launch.command`) with a private token
     file, and wait until it answers (and, with `wait_model`, until its model is loaded). The backend
     ends itself when this process ends."""
     launch = launch or BackendLaunch()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...kirin_addon.core.rotations import matrix_to_6d, quat_from_axis_angle, quat_to_matrix, sixd_to_matrix
-from ..representation import ROT
+from ...kirin_addon.generate.features import ROT
 
 # Columns of rig_features.joint_geometry recomputed here (the rest are topology and flags).
 HEAD, OFFSET, DIRECTION, DEPTH, HEIGHT, OFFSET_NORM = slice(0, 3), slice(3, 6), slice(6, 9), 10, 16, 17

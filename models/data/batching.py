@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..rig_features import EDGE_TYPES, MAX_HOPS
+from ...kirin_addon.core.rig_features import EDGE_TYPES, MAX_HOPS
 from .augment import DEPTH, apply_rest_change, random_rest_change
 from .cache import FeatureCache
 

@@ -28,11 +28,11 @@ import numpy as np
 
 from ...kirin_addon.core.canonical import CanonicalFrame, canonical_rig
 from ...kirin_addon.core.rig import Rig
+from ...kirin_addon.core.rig_features import rig_features
 from ...kirin_addon.core.skinning import load_mesh
+from ...kirin_addon.generate.features import CHANNELS, CONTACT, YAW, motion_features
 from ...kirin_addon.io.clip import find_clips, load_clip
 from ..geometry import ancestor_paths
-from ..representation import CHANNELS, CONTACT, YAW, motion_features
-from ..rig_features import rig_features
 
 MAX_TOKENS = 24
 LOOP_TOLERANCE = 0.05  # body sizes: first and last pose this close → the clip is a loop and may be tiled

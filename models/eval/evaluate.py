@@ -113,7 +113,7 @@ def physical_metrics(canon, positions: np.ndarray, fps: float, features: np.ndar
         ground_penetration,
         jitter,
     )
-    from ..representation import positions_from_features
+    from ...kirin_addon.generate.features import positions_from_features
 
     rig, feet = canon.rig, np.asarray(canon.feet, np.int64)
     rest_height = rig.heads[feet, 2]
@@ -224,7 +224,7 @@ def _load_clip(cache, index: int, with_mesh: bool = False) -> _Clip:
 def _measure(clip: _Clip, motion, raw: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Features (what the evaluator reads) and physical metrics of a motion on the clip's rig — the
     same path for every row, so rows differ only in where the motion came from."""
-    from ..representation import motion_features
+    from ...kirin_addon.generate.features import motion_features
 
     feats = motion_features(clip.canon, clip.rig, motion)
     return feats.features, physical_metrics(clip.canon, feats.positions, motion.fps, raw)

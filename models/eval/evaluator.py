@@ -30,13 +30,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ...kirin_addon.core.rig_features import GEOMETRY
 from ...kirin_addon.eval.distributions import r_precision, r_precision_pool
+from ...kirin_addon.generate.features import CHANNELS
 from ..config import TEXT_DIM
 from ..data.batching import usable
 from ..data.cache import MAX_TOKENS, FeatureCache, RigArrays
 from ..encoders.text import sentence_vectors
-from ..representation import CHANNELS
-from ..rig_features import GEOMETRY
 from ..training import save_checkpoint
 
 DEFAULT_EVALUATOR = Path(__file__).resolve().parents[1] / "weights" / "evaluator"

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ...kirin_addon.core.rig_features import EDGE_TYPES, GEOMETRY, MAX_HOPS, SKIN
+from ...kirin_addon.generate.features import CHANNELS
 from ..config import IMAGE_DIM, TEXT_DIM, DiffusionConfig
-from ..representation import CHANNELS
-from ..rig_features import EDGE_TYPES, GEOMETRY, MAX_HOPS, SKIN
 
 
 @dataclass

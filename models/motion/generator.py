@@ -22,9 +22,11 @@ import torch
 from ...kirin_addon.core.canonical import CanonicalFrame, CanonicalRig, canonical_rig
 from ...kirin_addon.core.motion import Motion, motion_from_world_deltas, pin_frames, world_deltas
 from ...kirin_addon.core.rig import Rig
+from ...kirin_addon.core.rig_features import EDGE_TYPES, MAX_HOPS, rig_features
 from ...kirin_addon.core.rotations import matrix_to_quat, quat_to_matrix
 from ...kirin_addon.core.skinning import SkinnedMesh
 from ...kirin_addon.generate.construct import construct_motion
+from ...kirin_addon.generate.features import CONTACT, features_to_motion, motion_features
 from ...kirin_addon.generate.plan import plan_prompt
 from ...kirin_addon.generate.request import GenerateRequest, GenerateRequestError
 from ...kirin_addon.generate.rig_roles import RoleError, detect_roles
@@ -32,8 +34,6 @@ from ...kirin_addon.library.captions.phrasing import stated_direction
 from ..config import DiffusionConfig
 from ..data.cache import MAX_TOKENS
 from ..diffusion import DDIMOptions, Diffusion, Inpaint
-from ..representation import CONTACT, features_to_motion, motion_features
-from ..rig_features import EDGE_TYPES, MAX_HOPS, rig_features
 from .config import DenoiserConfig
 from .denoiser import Denoiser, added_since_v0, patchify, unpatchify
 from .retrieval import MotionBank, RetrievalConfig, fit_length, open_default_bank, retime, retime_rows

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from ...kirin_addon.generate.features import POS, ROT, VEL
 from .. import geometry
-from ..representation import POS, ROT, VEL
 from .config import LossConfig
 
 

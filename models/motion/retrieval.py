@@ -26,10 +26,10 @@ import numpy as np
 from ...kirin_addon.core.canonical import CanonicalFrame, CanonicalRig, canonical_rig
 from ...kirin_addon.core.motion import Motion
 from ...kirin_addon.core.rig import Rig
+from ...kirin_addon.generate.features import CONTACT
 from ..data.batching import usable
 from ..data.cache import FeatureCache, load_record_clip, rig_key
 from ..encoders.text import sentence_vectors
-from ..representation import CONTACT
 
 MIDLINE = 0.015  # body sizes from the midline: a foot nearer than this is a tail tip, not a leg
 MAX_STRETCH = 1.5  # a one-shot clip may be played up to this much faster or slower to fit the length

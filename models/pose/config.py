@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ...kirin_addon.core.rig_features import EDGE_TYPES, GEOMETRY, MAX_HOPS, SKIN
 from ..config import TEXT_DIM, DiffusionConfig
-from ..rig_features import EDGE_TYPES, GEOMETRY, MAX_HOPS, SKIN
 
 
 @dataclass

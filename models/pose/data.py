@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from ...kirin_addon.core.rotations import sixd_to_matrix
+from ...kirin_addon.generate.features import POS, ROT
 from ...kirin_addon.pose.space import JointLimits, Skeleton, normalised_positions
 from ..data.cache import FeatureCache, RigArrays
-from ..representation import POS, ROT
 
 BROKEN_TOLERANCE = 0.02  # body sizes: median FK error above which a rig's clips need translations
 # Whole rigs the prior never sees in training, to measure it on rigs it has not learnt ("without

@@ -29,6 +29,7 @@ import torch
 from ...kirin_addon.core.canonical import CanonicalFrame, canonical_rig
 from ...kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_deltas
 from ...kirin_addon.core.rig import Rig
+from ...kirin_addon.core.rig_features import EDGE_TYPES, MAX_HOPS, rig_features
 from ...kirin_addon.core.rotations import (
     heading,
     matrix_to_6d,
@@ -53,7 +54,6 @@ from ...kirin_addon.pose.space import (
 )
 from ..config import DiffusionConfig
 from ..diffusion import DDIMOptions, Diffusion
-from ..rig_features import EDGE_TYPES, MAX_HOPS, rig_features
 from .config import PoseDenoiserConfig
 from .denoiser import PoseDenoiser
 

@@ -19,9 +19,9 @@ def backend(tmp_path_factory):
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     torch = pytest.importorskip("torch")
-    from kirin.kirin_addon.backend.server.app import Backend, ServeConfig
-    from kirin.kirin_addon.backend.server.generate import GenerationService
     from kirin.models.motion.generator import DEFAULT_MODEL
+    from kirin.models.server.app import Backend, ServeConfig
+    from kirin.models.server.generate import GenerationService
 
     if not (DEFAULT_MODEL / "model.json").exists():
         pytest.skip("no shipped motion model")

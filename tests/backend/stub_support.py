@@ -12,8 +12,8 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from kirin.kirin_addon.backend.server.app import Backend, ServeConfig
-from kirin.kirin_addon.backend.server.generate import GenerationService
+from kirin.models.server.app import Backend, ServeConfig
+from kirin.models.server.generate import GenerationService
 
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy for loopback
 

@@ -107,8 +107,8 @@ def test_bind_weights_option_transfer_heat_blend_and_learned(client, creature, m
 
     from kirin.kirin_addon.backend.protocol import ProtocolError
     from kirin.kirin_addon.backend.protocol_bind import bind_to_json
-    from kirin.kirin_addon.backend.server.bind import BindingService
     from kirin.models.bind import template_fit
+    from kirin.models.server.bind import BindingService
 
     mesh, rig = creature.mesh, creature.rig
     fit = SimpleNamespace(family="quadruped", rig=rig, template_vertices=mesh.vertices,

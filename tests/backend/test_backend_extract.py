@@ -16,11 +16,11 @@ from video_support import FPS, SIZE, synthetic_files
 from kirin.kirin_addon.backend.protocol import ProtocolError, motion_to_json
 from kirin.kirin_addon.backend.protocol_video import extract_to_json
 from kirin.kirin_addon.backend.results import BackendError, JobCancelledError, decode_extract
-from kirin.kirin_addon.backend.server.video import resample_positions
 from kirin.kirin_addon.core.motion import Motion
 from kirin.kirin_addon.video.mediapipe_pose import find_mediapipe_python
 from kirin.kirin_addon.video.request import ExtractRequest
 from kirin.kirin_addon.video.video_io import scene_frame_map
+from kirin.models.server.video import resample_positions
 
 from assets_support import asset_files
 
@@ -116,8 +116,8 @@ def test_frame_range_stride_tracks_and_masks_reach_the_fit(client, files, fake_f
 
 
 def test_the_inverse_dynamics_start_is_used_or_said_to_be_unavailable(client, files, fake_fit, monkeypatch):
-    from kirin.kirin_addon.backend.server.video import ExtractService
     from kirin.kirin_addon.library.families.build import build_creature
+    from kirin.models.server.video import ExtractService
 
     creature = build_creature("quadruped", 3)
     rig = creature.rig
@@ -357,10 +357,10 @@ def test_mutated_extract_requests_are_refused_or_accepted_never_crash(files):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from kirin.kirin_addon.backend.server.files import AllowedFiles
-    from kirin.kirin_addon.backend.server.routes_video import ExtractIn
-    from kirin.kirin_addon.backend.server.video import ExtractService
     from kirin.kirin_addon.library.families.build import build_creature
+    from kirin.models.server.files import AllowedFiles
+    from kirin.models.server.routes_video import ExtractIn
+    from kirin.models.server.video import ExtractService
 
     rig = build_creature("quadruped", 3).rig
     valid = extract_to_json(rig, ExtractRequest(files["video"], keypoints=files["keypoints"],

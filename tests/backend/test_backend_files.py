@@ -12,10 +12,10 @@ from stub_support import call, stub_backend
 
 from kirin.kirin_addon.backend.protocol import ProtocolError, generate_to_json
 from kirin.kirin_addon.backend.protocol_video import extract_to_json
-from kirin.kirin_addon.backend.server.files import AllowedFiles, FileLimits
 from kirin.kirin_addon.core.rig import RigBuilder
 from kirin.kirin_addon.generate.request import GenerateRequest
 from kirin.kirin_addon.video.request import ExtractRequest
+from kirin.models.server.files import AllowedFiles, FileLimits
 
 SECRET = "sk-live-SECRET"
 REFUSED = "the backend reads files only from the folders it was started to allow"
@@ -158,8 +158,8 @@ def test_an_image_past_its_cap_is_refused_before_it_is_read(tmp_path):
 
 
 def test_kirin_serve_takes_allowed_folders_and_the_add_on_allows_home_and_temp(tmp_path):
+    from kirin.cli.main import build_parser
     from kirin.kirin_addon.backend.process import BackendLaunch, local_folders
-    from kirin.kirin_addon.cli.main import build_parser
 
     args = build_parser().parse_args(["serve", "--allow-dir", "/a", "--allow-dir", "/b", "--job-ttl", "60"])
     assert args.allow_dir == ["/a", "/b"] and args.job_ttl == 60.0

@@ -21,9 +21,9 @@ from test_backend_files import small_rig
 
 from kirin.kirin_addon.backend.client import BackendClient
 from kirin.kirin_addon.backend.protocol import generate_to_json
-from kirin.kirin_addon.backend.server import http_limits
-from kirin.kirin_addon.backend.server.http_limits import HttpLimits
 from kirin.kirin_addon.generate.request import GenerateRequest
+from kirin.models.server import http_limits
+from kirin.models.server.http_limits import HttpLimits
 
 MIB = 1024 * 1024
 THREADS_ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -177,7 +177,7 @@ def test_long_polls_leave_health_its_answer(tmp_path):
 @pytest.mark.slow
 def test_a_backend_with_128_open_files_answers_past_150_idle_sockets(tmp_path):
     url_file = tmp_path / "url.json"
-    args = [sys.executable, "-m", "kirin.kirin_addon.cli", "serve", "--device", "cpu", "--threads", "1",
+    args = [sys.executable, "-m", "kirin.cli", "serve", "--device", "cpu", "--threads", "1",
             "--bank", "none", "--token-file", str(tmp_path / "token"), "--url-file", str(url_file)]
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=THREADS_ENV,
                               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128)))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kirin.kirin_addon.backend.server.jobs import JobError, JobQueue, UserError
+from kirin.models.server.jobs import JobError, JobQueue, UserError
 
 
 def _wait(queue: JobQueue, job_id: str, timeout: float = 10.0,

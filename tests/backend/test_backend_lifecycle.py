@@ -91,8 +91,8 @@ def test_a_failed_job_is_deleted_once_its_error_is_read(tmp_path, monkeypatch):
 
 def test_the_denoiser_runs_in_slices_that_a_cancel_stops_between():
     torch = pytest.importorskip("torch")
-    from kirin.kirin_addon.backend.server.interruptible import InterruptibleDenoiser
-    from kirin.kirin_addon.backend.server.jobs import JobCancelled
+    from kirin.models.server.interruptible import InterruptibleDenoiser
+    from kirin.models.server.jobs import JobCancelled
 
     calls = []
 

@@ -256,8 +256,8 @@ def test_bad_pose_requests_are_refused_naming_the_field(pose_client, creature):
 
 
 def test_a_missing_pose_prior_is_a_clear_503(tmp_path):
-    from kirin.kirin_addon.backend.server.jobs import JobError
-    from kirin.kirin_addon.backend.server.pose import PoseService
+    from kirin.models.server.jobs import JobError
+    from kirin.models.server.pose import PoseService
 
     service = PoseService(tmp_path)
     assert service.info()["available"] is False

@@ -1,4 +1,4 @@
-"""The backend as the add-on runs it: `python -m kirin.kirin_addon.cli serve` in a subprocess, started
+"""The backend as the add-on runs it: `python -m kirin.cli serve` in a subprocess, started
 on first use, reused, killed mid-job (a clear error, then a new one starts), and stopped."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_unreachable_backend_is_a_clear_error():
 
 def test_kirin_serve_prints_its_url_writes_a_private_token_and_shuts_down(tmp_path):
     token_file, url_file = tmp_path / "run" / "token", tmp_path / "url.json"
-    args = [sys.executable, "-m", "kirin.kirin_addon.cli", "serve", "--port", "0", "--device", "cpu",
+    args = [sys.executable, "-m", "kirin.cli", "serve", "--port", "0", "--device", "cpu",
             "--threads", "1", "--token-file", str(token_file), "--url-file", str(url_file), "--bank", "none"]
     server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env=THREADS_ENV)
@@ -108,11 +108,11 @@ def test_kirin_serve_prints_its_url_writes_a_private_token_and_shuts_down(tmp_pa
 
 def test_kirin_serve_refuses_cuda_where_there_is_none():
     pytest.importorskip("onnxruntime")
-    from kirin.kirin_addon.backend.server.generate import cuda_providers
+    from kirin.models.server.generate import cuda_providers
 
     if "CUDAExecutionProvider" in cuda_providers():
         pytest.skip("this machine has CUDA")
-    done = subprocess.run([sys.executable, "-m", "kirin.kirin_addon.cli", "serve", "--device", "cuda"],
+    done = subprocess.run([sys.executable, "-m", "kirin.cli", "serve", "--device", "cuda"],
                           capture_output=True, text=True, timeout=120, env=THREADS_ENV)
     assert done.returncode == 2 and "CUDA" in done.stderr
 
@@ -121,7 +121,7 @@ def test_backend_ends_with_its_parent(tmp_path):
     # Blender crashed: nobody calls stop_backend, the backend notices its parent is gone.
     parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     url_file = tmp_path / "url.json"
-    args = [sys.executable, "-m", "kirin.kirin_addon.cli", "serve", "--device", "cpu", "--threads", "1",
+    args = [sys.executable, "-m", "kirin.cli", "serve", "--device", "cpu", "--threads", "1",
             "--bank", "none", "--token-file", str(tmp_path / "token"), "--url-file", str(url_file),
             "--parent-pid", str(parent.pid)]
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=THREADS_ENV)
@@ -141,7 +141,7 @@ def test_backend_ends_with_its_parent(tmp_path):
 
 
 def test_default_token_folder_is_private():
-    from kirin.kirin_addon.backend.server.app import default_token_file
+    from kirin.models.server.app import default_token_file
 
     if not hasattr(os, "getuid"):
         pytest.skip("POSIX permissions")

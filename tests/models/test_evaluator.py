@@ -142,7 +142,7 @@ def test_shipped_evaluator_recognises_motions_of_unseen_creatures(library):
 
 
 def test_eval_command_writes_every_row_and_key(library, tiny_evaluator, capsys):
-    from kirin.kirin_addon.cli.main import main
+    from kirin.cli.main import main
 
     folder, _, _ = tiny_evaluator
     train(
@@ -186,7 +186,7 @@ def test_eval_command_writes_every_row_and_key(library, tiny_evaluator, capsys):
 
 
 def test_bounds_command_writes_the_library_quantiles_into_the_model_card(library, tmp_path):
-    from kirin.kirin_addon.cli.main import main
+    from kirin.cli.main import main
     from kirin.models.eval.evaluate import BONE_TOLERANCE, data_bounds, within_bounds
 
     card = tmp_path / "model.json"

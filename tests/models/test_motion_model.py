@@ -10,6 +10,7 @@ import torch
 from cache_support import small_cache
 
 from kirin.kirin_addon.core.motion import joint_positions
+from kirin.kirin_addon.generate.features import CHANNELS, CONTACT, YAW
 from kirin.kirin_addon.generate.request import GenerateRequest
 from kirin.kirin_addon.library.build import BuildConfig
 from kirin.kirin_addon.library.families.build import build_creature
@@ -20,7 +21,6 @@ from kirin.models.motion.export import example_inputs, export_onnx
 from kirin.models.motion.generator import GenerationError, MotionModel, SamplingOptions
 from kirin.models.motion.train import train
 from kirin.models.onnx import OnnxDenoiser
-from kirin.models.representation import CHANNELS, CONTACT, YAW
 
 TINY = DenoiserConfig(width=32, heads=2, layers=2, ffn=64, window=4)
 
@@ -143,8 +143,8 @@ def test_variants_differ_and_frames_odd_lengths(model_and_rig):
 
 def test_inpainted_frames_are_kept_exactly(model_and_rig):
     model, creature, prepared = model_and_rig
+    from kirin.kirin_addon.generate.features import motion_features
     from kirin.kirin_addon.library.controllers.dispatch import generate
-    from kirin.models.representation import motion_features
 
     keep = generate(creature, "walk", 2, frames=24).motion
     frames = np.array([0, 1, 2, 3, 20, 21, 22, 23])
@@ -180,8 +180,8 @@ def test_inpainted_frames_are_kept_exactly(model_and_rig):
 def test_kept_joints_are_kept_exactly_and_the_rest_generated(model_and_rig):
     """Joint-level inpainting: an animator's keyed tail (or any joints) stays, the body is generated."""
     model, creature, prepared = model_and_rig
+    from kirin.kirin_addon.generate.features import motion_features
     from kirin.kirin_addon.library.controllers.dispatch import generate
-    from kirin.models.representation import motion_features
 
     keep = generate(creature, "walk", 2, frames=24).motion
     joints = np.array([j for j, name in enumerate(creature.rig.names) if "tail" in name.lower()][:4])
@@ -293,7 +293,7 @@ def test_torch_runner_on_a_device_samples_what_the_network_does(trained, monkeyp
     """The CUDA path where onnxruntime has no GPU: the same call through `TorchRunner` (here on the
     CPU, the only device this machine has) gives the network's own motion; the service picks it
     when torch sees a GPU."""
-    from kirin.kirin_addon.backend.server.generate import GenerationService
+    from kirin.models.server.generate import GenerationService
 
     root, _, _ = trained
     model = MotionModel.load(root / "run")

@@ -8,15 +8,15 @@ import pytest
 from kirin.kirin_addon.core.canonical import canonical_rig
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.core.rotations import matrix_to_quat, quat_multiply
-from kirin.kirin_addon.library.controllers.dispatch import generate
-from kirin.kirin_addon.library.families.build import build_creature
-from kirin.models.data.cache import procedural_frame
-from kirin.models.representation import (
+from kirin.kirin_addon.generate.features import (
     CONTACT,
     features_to_motion,
     motion_features,
     positions_from_features,
 )
+from kirin.kirin_addon.library.controllers.dispatch import generate
+from kirin.kirin_addon.library.families.build import build_creature
+from kirin.models.data.cache import procedural_frame
 
 Y_UP_CM = np.array([[100.0, 0, 0, 5], [0, 0, 100.0, 2], [0, -100.0, 0, 1], [0, 0, 0, 1]])
 

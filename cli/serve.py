@@ -7,7 +7,7 @@ import argparse
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     # Imported lazily: the server needs FastAPI, uvicorn and torch, which no other command does.
-    from ..backend.server.app import serve
+    from ..models.server.app import serve
 
     return serve(args)
 

@@ -8,8 +8,8 @@ import argparse
 import json
 from dataclasses import fields
 
-from ..bind.request import BIND_WEIGHTS, DEFAULT_BIND_WEIGHTS
-from ..core.creature import FAMILIES
+from ..kirin_addon.bind.request import BIND_WEIGHTS, DEFAULT_BIND_WEIGHTS
+from ..kirin_addon.core.creature import FAMILIES
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -22,7 +22,7 @@ def add_backend_arguments(parser: argparse.ArgumentParser, python_help: str) -> 
 
 
 def _backend_options(args: argparse.Namespace):
-    from ...operators.headless.common import BackendOptions
+    from ..operators.headless.common import BackendOptions
 
     return BackendOptions(python=args.backend_python, device=args.device, threads=args.threads)
 
@@ -46,16 +46,16 @@ def _job(job_type: type, args: argparse.Namespace, **given):
 
 def _cmd_retarget(args: argparse.Namespace) -> int:
     # Imported when run: only these commands need Blender (the bpy module) in the environment.
-    from ...operators.headless.common import PreviewOptions
-    from ...operators.headless.retarget import RetargetJob, run_retarget
+    from ..operators.headless.common import PreviewOptions
+    from ..operators.headless.retarget import RetargetJob, run_retarget
 
     preview = PreviewOptions(path=args.preview, resolution=_preview_resolution(args.preview_size))
     return _print_summary(run_retarget(_job(RetargetJob, args, report=args.json, preview=preview)))
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from ...operators.headless.common import PreviewOptions
-    from ...operators.headless.generate import GenerateJob, run_generate
+    from ..operators.headless.common import PreviewOptions
+    from ..operators.headless.generate import GenerateJob, run_generate
 
     preview = PreviewOptions(path=args.preview, still=args.still,
                              resolution=_preview_resolution(args.preview_size))
@@ -64,14 +64,14 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_bind(args: argparse.Namespace) -> int:
-    from ...operators.headless.bind import BindJob, run_bind
+    from ..operators.headless.bind import BindJob, run_bind
 
     return _print_summary(run_bind(_job(BindJob, args, mesh_file=args.mesh, report=args.json,
                                         backend=_backend_options(args))))
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:
-    from ...operators.headless.video import ExtractJob, run_extract
+    from ..operators.headless.video import ExtractJob, run_extract
 
     return _print_summary(run_extract(_job(ExtractJob, args, rig_file=args.rig, report=args.json,
                                            backend=_backend_options(args))))

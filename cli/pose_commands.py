@@ -12,8 +12,8 @@ from .model_commands import add_run_arguments, apply_overrides, take_given
 
 
 def bank(args: argparse.Namespace) -> int:
-    from ...models.data.cache import FeatureCache
-    from ...models.pose.data import build_pose_bank, save_pose_bank
+    from ..models.data.cache import FeatureCache
+    from ..models.pose.data import build_pose_bank, save_pose_bank
 
     started = time.perf_counter()
     entries = build_pose_bank(FeatureCache(args.cache), args.min_change, progress=not args.quiet)
@@ -30,9 +30,9 @@ def bank(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
-    from ...models.config import load_config
-    from ...models.pose.config import PoseTrainConfig
-    from ...models.pose.train import train_pose_prior
+    from ..models.config import load_config
+    from ..models.pose.config import PoseTrainConfig
+    from ..models.pose.train import train_pose_prior
 
     config = load_config(args.config, PoseTrainConfig) if args.config else PoseTrainConfig()
     take_given(config, args, ("data", "out", "steps", "max_seconds", "threads"))
@@ -50,10 +50,10 @@ def export(args: argparse.Namespace) -> int:
     import torch
     from safetensors.torch import load_file
 
-    from ...models.onnx import OnnxDenoiser
-    from ...models.pose.config import PoseDenoiserConfig
-    from ...models.pose.denoiser import PoseDenoiser
-    from ...models.pose.export import POSE_ONNX_INPUTS, export_pose_onnx, pose_example_inputs
+    from ..models.onnx import OnnxDenoiser
+    from ..models.pose.config import PoseDenoiserConfig
+    from ..models.pose.denoiser import PoseDenoiser
+    from ..models.pose.export import POSE_ONNX_INPUTS, export_pose_onnx, pose_example_inputs
 
     source, out = Path(args.weights), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -22,17 +22,23 @@ from typing import Any
 
 import numpy as np
 
-from ...core.motion import Motion
-from ...core.rig import Rig
-from ...core.skinning import SkinnedMesh
-from ..protocol import ProtocolError, encode_array, mesh_from_json, motion_to_json, rig_from_json
-from ..protocol_pose import (
+from ...kirin_addon.backend.protocol import (
+    ProtocolError,
+    encode_array,
+    mesh_from_json,
+    motion_to_json,
+    rig_from_json,
+)
+from ...kirin_addon.backend.protocol_pose import (
     MAX_MESH_KEY,
     UNKNOWN_MESH_KEY_STATUS,
     pose_project_from_json,
     pose_sample_from_json,
     pose_walk_from_json,
 )
+from ...kirin_addon.core.motion import Motion
+from ...kirin_addon.core.rig import Rig
+from ...kirin_addon.core.skinning import SkinnedMesh
 from .generate import rig_key
 from .jobs import JobError
 
@@ -42,7 +48,7 @@ POSE_BACKENDS = ("auto", "onnx", "torch")
 
 
 def default_pose_model() -> Path:
-    from ....models.pose.sampler import DEFAULT_POSE_MODEL
+    from ..pose.sampler import DEFAULT_POSE_MODEL
 
     return DEFAULT_POSE_MODEL
 
@@ -100,7 +106,7 @@ class PoseService:
                         "missing). Train one (kirin pose train) or point the backend at its folder.",
                         503,
                     )
-                from ....models.pose.sampler import PosePrior
+                from ..pose.sampler import PosePrior
 
                 started = time.perf_counter()
                 try:
@@ -165,7 +171,7 @@ class PoseService:
         encoder = None if self.encoder is None else self.encoder()
         if encoder is None:
             return None
-        from ....models.rig_features import name_words
+        from ...kirin_addon.core.rig_features import name_words
 
         return np.asarray(encoder.encode_sentences([name_words(n) for n in rig.names]), np.float32)
 
@@ -189,7 +195,7 @@ class PoseService:
     def project(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/pose/project: the plausible pose nearest the current one whose `targets` joints
         reach their (armature-space) points with `pins` kept where they are."""
-        from ....models.pose.sampler import (
+        from ..pose.sampler import (
             ProjectOptions,
             pose_from_motion,
             pose_to_motion,
@@ -211,7 +217,7 @@ class PoseService:
 
     def sample(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/pose/sample: `count` plausible poses, placed and turned like `pose`."""
-        from ....models.pose.sampler import Pose, pose_from_motion, pose_to_motion
+        from ..pose.sampler import Pose, pose_from_motion, pose_to_motion
 
         started = time.perf_counter()
         rig, mesh, key = self._rig_and_mesh(body)
@@ -224,7 +230,7 @@ class PoseService:
 
     def walk(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/pose/walk: in-betweens through the pose space, the keys included."""
-        from ....models.pose.sampler import pose_from_motion, pose_to_motion
+        from ..pose.sampler import pose_from_motion, pose_to_motion
 
         started = time.perf_counter()
         rig, mesh, key = self._rig_and_mesh(body)

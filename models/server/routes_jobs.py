@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, BackgroundTasks, Query
 from fastapi.responses import Response
 
-from ..protocol import API, PROTOCOL_VERSION
+from ...kirin_addon.backend.protocol import API, PROTOCOL_VERSION
 from .http_limits import OffLoopRoute
 from .jobs import JobQueue, JobState
 from .schema import ERRORS, JobId, JobOut

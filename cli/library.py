@@ -10,8 +10,8 @@ from pathlib import Path
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from ..core.canonical import detect_canonical_frame
-    from ..io.files import file_world_matrix, load_motion_file
+    from ..kirin_addon.core.canonical import detect_canonical_frame
+    from ..kirin_addon.io.files import file_world_matrix, load_motion_file
 
     rig, motion, name = load_motion_file(args.file, args.clip)
     frame = detect_canonical_frame(rig, world_matrix=file_world_matrix(args.file))
@@ -25,7 +25,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     # Imported when run: ingest and preview need Blender (the bpy module) in the environment.
-    from ...operators.headless.library import run_ingest
+    from ..operators.headless.library import run_ingest
 
     report = run_ingest(args.source, args.out, captions_csv=args.captions, fps=args.fps,
                         test_rigs=tuple(filter(None, args.test_rigs.split(","))), seed=args.seed)
@@ -36,7 +36,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from ..library.build import BuildConfig, build_library
+    from ..kirin_addon.library.build import BuildConfig, build_library
 
     config = BuildConfig(clips=args.clips, seed=args.seed, workers=args.workers, fps=args.fps,
                          zero_shot_family=args.zero_shot_family)
@@ -47,7 +47,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..library.calibration import measure_authored, measure_generated, report_markdown
+    from ..kirin_addon.library.calibration import measure_authored, measure_generated, report_markdown
 
     authored = measure_authored(args.authored)
     if not authored:
@@ -61,7 +61,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_preview(args: argparse.Namespace) -> int:
-    from ...operators.headless.library import run_preview
+    from ..operators.headless.library import run_preview
 
     print(json.dumps(run_preview(args.library, args.out, count=args.count, frames=args.frames), indent=2))
     return 0

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kirin_addon.core.canonical import CanonicalRig
-from ..kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_deltas
-from ..kirin_addon.core.rig import Rig
-from ..kirin_addon.core.rotations import heading, matrix_to_6d, matrix_to_quat, sixd_to_matrix, yaw_matrix
-from ..kirin_addon.eval.metrics import Ground, foot_contacts
+from ..core.canonical import CanonicalRig
+from ..core.motion import Motion, forward_kinematics, motion_from_world_deltas
+from ..core.rig import Rig
+from ..core.rotations import heading, matrix_to_6d, matrix_to_quat, sixd_to_matrix, yaw_matrix
+from ..eval.metrics import Ground, foot_contacts
 
 ROT = slice(0, 6)
 POS = slice(6, 9)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kirin_addon.core.rig import Rig, side_of
-from ..kirin_addon.core.skinning import SkinnedMesh
+from .rig import Rig, side_of
+from .skinning import SkinnedMesh
 
 GEOMETRY = 18  # per-joint geometric features (see `joint_geometry`)
 SKIN = 14  # pooled mesh features (see `skin_features`), zeros and has_mesh = 0 without a mesh

@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from ...core.json_values import plain
-from ...core.motion import Motion
-from ...core.rig import Rig
-from ...core.rotations import quat_continuity
-from ...core.skinning import SkinnedMesh
-from ...video.request import FACING_AUTO, GAIT_AUTO, GAIT_NONE, SILHOUETTE_SOURCES, ExtractRequest
-from ..protocol import ProtocolError, encode_array, motion_to_json
-from ..protocol_video import MAX_VIDEO_FRAMES, extract_from_json
+from ...kirin_addon.backend.protocol import ProtocolError, encode_array, motion_to_json
+from ...kirin_addon.backend.protocol_video import MAX_VIDEO_FRAMES, extract_from_json
+from ...kirin_addon.core.json_values import plain
+from ...kirin_addon.core.motion import Motion
+from ...kirin_addon.core.rig import Rig
+from ...kirin_addon.core.rotations import quat_continuity
+from ...kirin_addon.core.skinning import SkinnedMesh
+from ...kirin_addon.video.request import FACING_AUTO, GAIT_AUTO, GAIT_NONE, SILHOUETTE_SOURCES, ExtractRequest
 from .files import AllowedFiles
 from .jobs import Report, UserError, Work
 
@@ -126,7 +126,7 @@ class ExtractService:
         """The request with the video's absolute path (and no stop past its end), and the video's
         probe; a missing file, one that is no video (VideoError, a ValueError: 422) or a frame range
         outside it is refused."""
-        from ...video.video_io import probe_video
+        from ...kirin_addon.video.video_io import probe_video
 
         video = self.files.file(request.video, "video", "video_path")
         start, stop, stride = request.start, request.stop, request.stride
@@ -164,8 +164,8 @@ class ExtractService:
         bones; (None, None) without one. A file with no usable point is refused; no message quotes it."""
         if path is None:
             return None, None
-        from ...video.keypoints import load_keypoints
-        from ...video.video_io import VideoError
+        from ...kirin_addon.video.keypoints import load_keypoints
+        from ...kirin_addon.video.video_io import VideoError
 
         path = self.files.file(path, "keypoints", "keypoints_path")
         try:
@@ -184,7 +184,7 @@ class ExtractService:
     def _mediapipe_joints(rig: Rig) -> dict[str, int]:
         """MediaPipe Pose's roles → the rig's joints; refused without MediaPipe's environment or for a
         rig that is no humanoid."""
-        from ...video.mediapipe_pose import (
+        from ...kirin_addon.video.mediapipe_pose import (
             INSTALL_HINT,
             MediaPipeError,
             find_mediapipe_python,
@@ -205,8 +205,8 @@ class ExtractService:
     def run(self, job: ExtractJob, report: Report) -> dict[str, Any]:
         """Read the frames, gather the evidence, (start from the inverse-dynamics model,) fit; the
         motion at the scene's frame rate and a report."""
-        from ....models.video.fit import fit_motion
-        from ....models.video.fit_config import VideoFitConfig
+        from ..video.fit import fit_motion
+        from ..video.fit_config import VideoFitConfig
 
         started = time.perf_counter()
         timings: dict[str, float] = {}
@@ -247,9 +247,9 @@ class ExtractService:
         """The rig's gait at the stride frequency the silhouettes show, at the phases of its cycle
         (generate/gait_cycle.py), or None (and why, in the notes): no silhouettes, no stride in them, a
         rig the gait controllers cannot drive."""
-        from ...core.canonical import canonical_rig, detect_canonical_frame
-        from ...eval.footage import silhouette_stride_hz
-        from ...generate.gait_cycle import GaitAsked, gait_starts
+        from ...kirin_addon.core.canonical import canonical_rig, detect_canonical_frame
+        from ...kirin_addon.eval.footage import silhouette_stride_hz
+        from ...kirin_addon.generate.gait_cycle import GaitAsked, gait_starts
 
         if evidence.silhouettes is None:
             notes["gait"] = {"used": False, "why": "no silhouettes to read the stride from"}
@@ -274,7 +274,7 @@ class ExtractService:
     @staticmethod
     def _read(job: ExtractJob, report: Report) -> _Clip:
         """The request's frames of the video, decoded as small as what reads them allows."""
-        from ...video.video_io import read_video
+        from ...kirin_addon.video.video_io import read_video
 
         request = job.request
         name = os.path.basename(request.video)
@@ -300,12 +300,12 @@ class ExtractService:
     ) -> tuple[Any, Any]:
         """The 2D evidence of the clip's frames (keypoints file and MediaPipe, tracks, silhouettes)
         and the keypoints among it; the clip's pixels are let go."""
-        from ...video.evidence import combine
-        from ...video.ground import horizon_row
-        from ...video.repeats import repeated_frames, shared_with_repeats
-        from ...video.silhouettes import background_silhouettes, mask_silhouettes
-        from ...video.stills import still_silhouettes
-        from ...video.tracks import tracks_evidence
+        from ...kirin_addon.video.evidence import combine
+        from ...kirin_addon.video.ground import horizon_row
+        from ...kirin_addon.video.repeats import repeated_frames, shared_with_repeats
+        from ...kirin_addon.video.silhouettes import background_silhouettes, mask_silhouettes
+        from ...kirin_addon.video.stills import still_silhouettes
+        from ...kirin_addon.video.tracks import tracks_evidence
 
         indices, source = clip.indices, job.request.silhouettes
         keypoints = None
@@ -351,7 +351,7 @@ class ExtractService:
     def _mediapipe(job: ExtractJob, frames: np.ndarray, size: tuple[int, int], keypoints: Any,
                    report: Report, notes: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         """The keypoints file's points merged with MediaPipe's: the file wins where it has a point."""
-        from ...video.mediapipe_pose import MediaPipeError, mediapipe_keypoints
+        from ...kirin_addon.video.mediapipe_pose import MediaPipeError, mediapipe_keypoints
 
         def progress(fraction: float) -> None:  # raises JobCancelled: stops MediaPipe's process
             report(0.05 + 0.05 * min(max(float(fraction), 0.0), 1.0), "finding the person (MediaPipe Pose)")
@@ -373,7 +373,7 @@ class ExtractService:
         """`load_or_train_idm(rig, mesh, progress=...)` of models/video/idm_train.py, or None when this
         backend has no inverse-dynamics model."""
         try:
-            from ....models.video.idm_train import load_or_train_idm
+            from ..video.idm_train import load_or_train_idm
         except ImportError:
             return None
         return load_or_train_idm
@@ -416,7 +416,7 @@ def _answer(job: ExtractJob, clip: _Clip, fit: Any, evidence: Any, keypoints: An
     motion = fit.motion
     fps = request.fps or float(motion.fps)
     if abs(fps - float(motion.fps)) > 1e-9:
-        from ...video.video_io import scene_frame_map
+        from ...kirin_addon.video.video_io import scene_frame_map
 
         positions = np.asarray(scene_frame_map(float(motion.fps), fps, motion.frame_count), np.float64)
         motion = resample_positions(motion, positions, fps)

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter
 from pydantic import Field
 
-from ...video.request import MAX_EPOCHS
-from ..protocol import API, MAX_FPS, MIN_FPS
-from ..protocol_video import MAX_TRACKS, MAX_VIDEO_INDEX
+from ...kirin_addon.backend.protocol import API, MAX_FPS, MIN_FPS
+from ...kirin_addon.backend.protocol_video import MAX_TRACKS, MAX_VIDEO_INDEX
+from ...kirin_addon.video.request import MAX_EPOCHS
 from .http_limits import OffLoopRoute
 from .jobs import JobQueue
 from .schema import ERRORS, ArrayIn, JobOut, MeshIn, RigIn, Strict

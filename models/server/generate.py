@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ...core.json_values import plain
-from ...core.motion import Motion, joint_positions
-from ...core.rig import Rig
-from ...core.skinning import SkinnedMesh
-from ...generate.request import MAX_FRAMES, GenerateRequest
-from ..protocol import ProtocolError, encode_array, generate_from_json, motion_to_json
+from ...kirin_addon.backend.protocol import ProtocolError, encode_array, generate_from_json, motion_to_json
+from ...kirin_addon.core.json_values import plain
+from ...kirin_addon.core.motion import Motion, joint_positions
+from ...kirin_addon.core.rig import Rig
+from ...kirin_addon.core.skinning import SkinnedMesh
+from ...kirin_addon.generate.request import MAX_FRAMES, GenerateRequest
 from .files import AllowedFiles
 from .interruptible import InterruptibleDenoiser
 from .jobs import Report, UserError, Work
@@ -71,7 +71,7 @@ class GenerationService:
         bank: str | None = "default",
         threads: int = 0,
     ):
-        from ....models.motion.generator import DEFAULT_MODEL
+        from ..motion.generator import DEFAULT_MODEL
 
         if device not in DEVICES:
             raise ValueError(f"Unknown device {device!r} (one of {', '.join(DEVICES)}).")
@@ -100,8 +100,8 @@ class GenerationService:
         it otherwise). Runs on the worker thread."""
         import torch
 
-        from ....models.motion.generator import GenerationError, MotionModel
-        from ....models.onnx import OnnxDenoiser
+        from ..motion.generator import GenerationError, MotionModel
+        from ..onnx import OnnxDenoiser
 
         started = time.perf_counter()
         if self.threads:
@@ -226,8 +226,8 @@ class GenerationService:
         return self._run(job, report)
 
     def _run(self, job: GenerateJob, report: Report) -> dict[str, Any]:
-        from ....models.eval.evaluate import BOUNDED, physical_metrics, within_bounds
-        from ....models.motion.generator import GenerationError
+        from ..eval.evaluate import BOUNDED, physical_metrics, within_bounds
+        from ..motion.generator import GenerationError
 
         started = time.perf_counter()
         report(0.0, "preparing the rig")
@@ -296,7 +296,7 @@ def _decoded_image(data: bytes) -> np.ndarray:
     path); ProtocolError for anything that is not an image it reads, or one too large to decode."""
     from PIL import Image, UnidentifiedImageError
 
-    from ....models.encoders.image_files import load_image
+    from ..encoders.image_files import load_image
 
     width = height = 0
     with contextlib.suppress(UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from ...generate.request import MAX_FRAMES, MAX_SEED, MAX_VARIANTS
-from ..protocol import API, MAX_FPS, MAX_PROMPT, MIN_FPS
+from ...kirin_addon.backend.protocol import API, MAX_FPS, MAX_PROMPT, MIN_FPS
+from ...kirin_addon.generate.request import MAX_FRAMES, MAX_SEED, MAX_VARIANTS
 from .generate import GenerationService
 from .http_limits import OffLoopRoute
 from .jobs import JobQueue

@@ -9,16 +9,16 @@ import time
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
-from ...models.config import from_dict, load_config
-from ...models.motion.config import TrainConfig
+from ..models.config import from_dict, load_config
+from ..models.motion.config import TrainConfig
 
 
 def cache(args: argparse.Namespace) -> int:
     import torch
 
-    from ...models.data.cache import build_cache
-    from ...models.encoders.image import load_image_encoder
-    from ...models.encoders.text import load_text_encoder
+    from ..models.data.cache import build_cache
+    from ..models.encoders.image import load_image_encoder
+    from ..models.encoders.text import load_text_encoder
 
     # One thread: on a busy 2-core machine, two torch threads make the text encoder 10-30x slower.
     torch.set_num_threads(args.threads)
@@ -98,7 +98,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
 
 
 def train(args: argparse.Namespace) -> int:
-    from ...models.motion.train import train as run
+    from ..models.motion.train import train as run
 
     result = run(train_config(args), progress=not args.quiet)
     print(json.dumps(result, indent=2))
@@ -106,14 +106,14 @@ def train(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    from ...models.motion.export import export_onnx
-    from ...models.motion.generator import MotionModel
+    from ..models.motion.export import export_onnx
+    from ..models.motion.generator import MotionModel
 
     model = MotionModel.load(args.model)
     path = export_onnx(model.net, args.out or f"{args.model}/denoiser.onnx")
     result = {"onnx": str(path)}
     if args.int8:
-        from ...models.onnx import quantize_int8
+        from ..models.onnx import quantize_int8
 
         result["int8"] = str(quantize_int8(path))
     print(json.dumps(result))
@@ -121,7 +121,7 @@ def export(args: argparse.Namespace) -> int:
 
 
 def eval_train(args: argparse.Namespace) -> int:
-    from ...models.eval.evaluator import EvaluatorTrainConfig, train_evaluator
+    from ..models.eval.evaluator import EvaluatorTrainConfig, train_evaluator
 
     config = EvaluatorTrainConfig(data=list(args.data), out=args.out, export=args.export or "")
     take_given(config, args, ("steps", "max_seconds", "threads", "batch"))
@@ -136,8 +136,8 @@ EVAL_AS_GIVEN = ("cache", "split", "samples", "steps", "guidance", "mm_prompts",
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    from ...models.eval.evaluate import REFERENCE_ROWS, ROWS, EvalConfig, format_table, write_report
-    from ...models.eval.evaluate import evaluate as run
+    from ..models.eval.evaluate import REFERENCE_ROWS, ROWS, EvalConfig, format_table, write_report
+    from ..models.eval.evaluate import evaluate as run
 
     config = EvalConfig(
         model=args.model or "",
@@ -157,8 +157,8 @@ def evaluate(args: argparse.Namespace) -> int:
 
 
 def bounds(args: argparse.Namespace) -> int:
-    from ...models.data.cache import FeatureCache
-    from ...models.eval.evaluate import data_bounds
+    from ..models.data.cache import FeatureCache
+    from ..models.eval.evaluate import data_bounds
 
     found = data_bounds(FeatureCache(args.cache), args.split, args.samples, args.quantile)
     if args.model:
@@ -173,7 +173,7 @@ def bounds(args: argparse.Namespace) -> int:
 def bank_build(args: argparse.Namespace) -> int:
     import torch
 
-    from ...models.motion.retrieval import build_bank
+    from ..models.motion.retrieval import build_bank
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...core.rig import MAX_JOINTS
-from ..protocol import MAX_DIMS, MAX_ELEMENTS, MAX_FPS, MIN_FPS
+from ...kirin_addon.backend.protocol import MAX_DIMS, MAX_ELEMENTS, MAX_FPS, MIN_FPS
+from ...kirin_addon.core.rig import MAX_JOINTS
 
 
 # A request model refuses the fields it does not know, and values of another type: no "10" for 10,

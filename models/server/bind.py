@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ...bind.request import BindRequest, TransferRequest
-from ...core.json_values import plain
-from ..protocol import ProtocolError, encode_array, rig_to_json
-from ..protocol_bind import bind_from_json, transfer_from_json, weights_to_json
+from ...kirin_addon.backend.protocol import ProtocolError, encode_array, rig_to_json
+from ...kirin_addon.backend.protocol_bind import bind_from_json, transfer_from_json, weights_to_json
+from ...kirin_addon.bind.request import BindRequest, TransferRequest
+from ...kirin_addon.core.json_values import plain
 from .jobs import Report, UserError, Work
 
 
@@ -36,7 +36,7 @@ class BindJob:
 
 def transfer_config(options: dict[str, Any]) -> Any:
     """A checked TransferConfig from a request's options (ProtocolError names the bad one)."""
-    from ...bind.weight_transfer import TransferConfig
+    from ...kirin_addon.bind.weight_transfer import TransferConfig
 
     known = {f.name for f in fields(TransferConfig)}
     try:
@@ -49,7 +49,7 @@ def transfer_config(options: dict[str, Any]) -> Any:
 
 def _weight_set(result: Any, max_influences: int) -> dict[str, Any]:
     """A TransferResult as JSON: sparse (V,K) weights and the masks the add-on shows as vertex groups."""
-    from ...bind.skin_weights import to_sparse
+    from ...kirin_addon.bind.skin_weights import to_sparse
 
     indices, weights = to_sparse(result.weights, max_influences or result.weights.shape[1])
     return {
@@ -66,7 +66,7 @@ class BindingService:
 
     # ------------------------------------------------------------------ check (HTTP thread)
     def check_transfer(self, body: dict[str, Any]) -> TransferJob:
-        from ...bind.skin_weights import to_dense
+        from ...kirin_addon.bind.skin_weights import to_dense
 
         request = transfer_from_json(body)
         config = transfer_config(request.options)
@@ -85,7 +85,7 @@ class BindingService:
         return lambda report: self.run_bind(job, report)
 
     def run_transfer(self, job: TransferJob, report: Report) -> dict[str, Any]:
-        from ...bind.weight_transfer import transfer_weights
+        from ...kirin_addon.bind.weight_transfer import transfer_weights
 
         started = time.perf_counter()
         request, out = job.request, []
@@ -101,7 +101,7 @@ class BindingService:
                 "seconds": time.perf_counter() - started}
 
     def run_bind(self, job: BindJob, report: Report) -> dict[str, Any]:
-        from ....models.bind.template_fit import fit_template
+        from ..bind.template_fit import fit_template
 
         started = time.perf_counter()
         request = job.request
@@ -136,9 +136,9 @@ class BindingService:
 
         Masks: transfer's own; for the heat sets, matched = heated by its nearest visible bone,
         inpainted = only diffused to, fallback = a piece no bone is visible from."""
-        from ....models.bind.learned_weights import learned_weights
-        from ...bind.heat_weights import PRIOR_WEIGHT, HeatConfig, rig_heat_weights
-        from ...bind.weight_transfer import TransferResult, transfer_weights
+        from ...kirin_addon.bind.heat_weights import PRIOR_WEIGHT, HeatConfig, rig_heat_weights
+        from ...kirin_addon.bind.weight_transfer import TransferResult, transfer_weights
+        from ..bind.learned_weights import learned_weights
 
         result = None
         if request.weights != "heat":  # bone heat alone needs no template weights

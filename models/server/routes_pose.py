@@ -11,10 +11,10 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import Field
 
-from ...core.rig import MAX_JOINTS
-from ...generate.request import MAX_FRAMES, MAX_SEED
-from ..protocol import API
-from ..protocol_pose import MAX_MESH_KEY, MAX_POSE_SAMPLES
+from ...kirin_addon.backend.protocol import API
+from ...kirin_addon.backend.protocol_pose import MAX_MESH_KEY, MAX_POSE_SAMPLES
+from ...kirin_addon.core.rig import MAX_JOINTS
+from ...kirin_addon.generate.request import MAX_FRAMES, MAX_SEED
 from .http_limits import OffLoopRoute
 from .pose import PoseService
 from .schema import ERRORS, ArrayIn, MeshIn, MotionIn, RigIn, Strict

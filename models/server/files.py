@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..protocol import MAX_IMAGE_BYTES, ProtocolError
+from ...kirin_addon.backend.protocol import MAX_IMAGE_BYTES, ProtocolError
 
 MIB = 1024 * 1024
 

@@ -48,8 +48,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 
-from ...video.mediapipe_pose import find_mediapipe_python
-from ..protocol import PROTOCOL_VERSION
+from ...kirin_addon.backend.protocol import PROTOCOL_VERSION
+from ...kirin_addon.video.mediapipe_pose import find_mediapipe_python
 from .bind import BindingService
 from .files import AllowedFiles, FileLimits
 from .generate import GenerationService, cuda_providers

@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter
 from pydantic import Field
 
-from ...bind.request import BIND_WEIGHTS
-from ...core.creature import FAMILIES
-from ..protocol import API
-from ..protocol_bind import MAX_GROUPS, MAX_TARGETS
+from ...kirin_addon.backend.protocol import API
+from ...kirin_addon.backend.protocol_bind import MAX_GROUPS, MAX_TARGETS
+from ...kirin_addon.bind.request import BIND_WEIGHTS
+from ...kirin_addon.core.creature import FAMILIES
 from .bind import BindingService
 from .http_limits import OffLoopRoute
 from .jobs import JobQueue

@@ -1,7 +1,0 @@
-"""`python -m kirin.kirin_addon.cli`: how the add-on starts its backend (`... serve`)."""
-
-import sys
-
-from .main import main
-
-sys.exit(main())
