@@ -308,12 +308,81 @@ def test_a_planted_cycle_is_caught(tmp_path):
                                      "kirin.kirin_addon.core.rig"]]
 
 
-def test_engine_imports_without_blender():
-    import importlib
+# ------------------------------------------------------------------ one runtime per top-level package
 
-    for module in ("core.rig", "core.motion", "core.rotations", "retarget.retargeter", "library.procedural",
-                   "core.skinning", "core.canonical", "retarget.joint_mapping",
-                   "library.families.build", "library.controllers.dispatch", "library.captions.clip_names",
-                   "library.captions.heldout", "eval.metrics", "library.build",
-                   "library.ingest", "library.render", "library.preview", "io.files"):
-        importlib.import_module(f"kirin.kirin_addon.{module}")
+# What each top-level package may never import (statically, function-level imports included).
+NETWORK_RUNTIME = {"torch", "onnxruntime", "onnx", "safetensors", "fastapi", "uvicorn", "starlette",
+                   "pydantic", "h11", "tokenizers"}
+FORBIDDEN_RUNTIMES = {
+    "kirin_addon": NETWORK_RUNTIME | BLENDER_MODULES,
+    "operators": NETWORK_RUNTIME,
+    "panels": NETWORK_RUNTIME,
+    "models": BLENDER_MODULES,
+}
+# Media readers the engine may load lazily where a feature reads media, each with its reason: PyAV decodes a
+# driving video, OpenCV's GrabCut cuts a film of stills, MediaPipe runs in its own environment's process.
+ENGINE_MEDIA = {"av", "cv2", "mediapipe"}
+
+
+def third_party_imports(path: Path) -> set[str]:
+    """The top-level names of every module outside the standard library and the tree that `path` imports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - {PACKAGE}
+
+
+def runtime_violations(root: Path = ROOT) -> list[str]:
+    bad = []
+    for top, forbidden in FORBIDDEN_RUNTIMES.items():
+        for path in sorted((root / top).rglob("*.py")):
+            imported = third_party_imports(path)
+            for name in sorted(imported & forbidden):
+                bad.append(f"{path.relative_to(root)} imports {name}: {top}/ never runs it")
+            if top == "kirin_addon":
+                for name in sorted(imported - ENGINE_MEDIA - forbidden - {"numpy", "scipy"}):
+                    bad.append(f"{path.relative_to(root)} imports {name}: the engine is numpy and scipy")
+    return bad
+
+
+def test_each_package_keeps_its_runtime():
+    assert runtime_violations() == []
+
+
+def test_a_planted_runtime_import_is_caught(tmp_path):
+    files = dict(_CLEAN, **{"kirin_addon/pose/space.py": "def f():\n    import torch\n",
+                            "models/pose/sampler.py": "import bpy\n",
+                            "kirin_addon/core/rig.py": "import pandas\n"})
+    bad = runtime_violations(_tree(tmp_path, files))
+    assert bad == ["kirin_addon/core/rig.py imports pandas: the engine is numpy and scipy",
+                   "kirin_addon/pose/space.py imports torch: kirin_addon/ never runs it",
+                   "models/pose/sampler.py imports bpy: models/ never runs it"]
+
+
+BLOCKED_AT_IMPORT = ("torch", "fastapi", "uvicorn", "starlette", "onnxruntime", "pydantic",
+                     *sorted(BLENDER_MODULES))
+
+
+def test_every_engine_module_imports_without_torch_the_server_or_blender():
+    """Each module of kirin_addon/ imported in a fresh interpreter where torch, FastAPI, uvicorn, starlette,
+    onnxruntime and bpy cannot be imported (as in Blender's own Python, or a backend without the networks)."""
+    modules = sorted(m for m in import_graph() if m.startswith(f"{PACKAGE}.kirin_addon"))
+    script = (f"import importlib, sys\nfor name in {BLOCKED_AT_IMPORT!r}:\n    sys.modules[name] = None\n"
+              f"failed = []\nfor module in {modules!r}:\n    try:\n        importlib.import_module(module)\n"
+              f"    except Exception as exc:\n        failed.append(f'{{module}}: {{exc!r}}')\n"
+              f"print('\\n'.join(failed))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(modules) > 100
+    assert done.stdout.strip() == ""
+
+
+def test_the_import_check_sees_a_module_that_needs_torch(tmp_path):
+    (tmp_path / "needs_torch.py").write_text("import torch\n")
+    script = (f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nfor name in {BLOCKED_AT_IMPORT!r}:\n"
+              f"    sys.modules[name] = None\nimport needs_torch\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr
