@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP_LEVEL = ("kirin_addon", "models", "operators", "panels")
+TOP_LEVEL = ("kirin_addon", "models", "operators", "panels", "cli")
 
 
 def tree_packages(root: Path = ROOT) -> set[str]:

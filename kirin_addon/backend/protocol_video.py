@@ -2,7 +2,7 @@
 (kirin_addon/video/request.py) as JSON and back, checked on the backend with messages that name the
 field at fault. The backend reads the video itself, from a path on its own machine: a backend
 elsewhere needs a path both machines see (a shared folder); that the files are there is checked where
-they are read (backend/server/video.py). numpy and the standard library only.
+they are read (models/server/video.py). numpy and the standard library only.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `build_cache` turns the library (procedural clips from `kirin data build`, authored clips from
 `kirin data ingest`) into arrays the trainer reads without touching a clip file again: motion
-features (models/representation.py), rig features (models/rig_features.py), caption token
+features (kirin_addon/generate/features.py), rig features (kirin_addon/core/rig_features.py), caption token
 features and joint-name embeddings from the frozen text encoder, and reference-image features
 from the frozen image encoder. Layout of a cache folder:
 

@@ -434,7 +434,7 @@ class Backend:
 
 # ----------------------------------------------------------------------------- command line
 def serve(args: argparse.Namespace) -> int:
-    """`kirin serve` (arguments: kirin_addon/cli/main.py)."""
+    """`kirin serve` (arguments: cli/main.py)."""
     logging.basicConfig(level=args.log_level.upper(), format="kirin serve: %(levelname)s %(message)s")
     if args.device == "cuda" and "CUDAExecutionProvider" not in cuda_providers():
         raise ValueError(
