@@ -3,7 +3,8 @@
 R-Precision, FID, MM-Dist, Diversity and Multimodality (models/eval/evaluate.py) are all measured in the
 joint embedding space of two small encoders trained here with InfoNCE on the library's train split:
 
-- the motion encoder reads denormalised features (T,J,CHANNELS) of *any* rig (kirin_addon/generate/features.py)
+- the motion encoder reads denormalised features (T,J,CHANNELS) of *any* rig
+  (kirin_addon/generate/features.py)
   plus per-joint rig geometry and joint-name embeddings: a per-joint MLP on pairs of frames, attention
   + max pooling over joints (no joint order, any joint count), dilated residual temporal convolutions
   (no absolute positions, any length) and mean + max pooling over time → a unit vector;
