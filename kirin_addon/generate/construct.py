@@ -23,6 +23,7 @@ from ..core.rotations import matrix_to_quat, quat_slerp, quat_to_matrix
 from ..core.skinning import SkinnedMesh
 from ..library.controllers.common import GeneratedClip, Travel, smoothstep
 from ..library.controllers.dispatch import generate as controller_clip
+from ..library.controllers.segments import GaitSegment
 from .plan import MotionPlan
 from .rig_roles import RigRoles, detect_roles, followers_attached, planting_joints
 from .rig_shape import RigShape, rig_shape
@@ -152,6 +153,13 @@ def _followed_by(creature: Creature, before: np.ndarray, after: np.ndarray, fps:
     return np.concatenate([before, after])
 
 
+def _tempo_report(segment: GaitSegment) -> dict:
+    """The tempo asked of a segment, and the calibration rigs it came from (None: no calibrated tempo)."""
+    source = None if segment.tempo_from is None else list(segment.tempo_from)
+    return {"gait": segment.action, "frequency": segment.frequency, "duty": segment.overrides.duty,
+            "tempo_from": source}
+
+
 def _controllers_made(creature: Creature, plan: MotionPlan, frames: int, fps: float, seed: int,
                       shape: RigShape) -> tuple[GeneratedClip, np.ndarray, np.ndarray, list[dict]]:
     """The controllers' clip of the plan (its locomotion, the stop and finale after it, or its one action
@@ -165,10 +173,8 @@ def _controllers_made(creature: Creature, plan: MotionPlan, frames: int, fps: fl
         plan = plan.moving_part(moving_frames / fps)
     if plan.locomotion:
         segments = plan.controller_segments(moving_frames / fps, shape)
-        tempo = [{key: seg.get(key) for key in ("gait", "frequency", "duty", "tempo_from")}
-                 for seg in segments]
-        segments = [{key: value for key, value in seg.items() if key != "tempo_from"} for seg in segments]
-        clip = controller_clip(creature, segments[0]["gait"], seed, frames=moving_frames, fps=fps,
+        tempo = [_tempo_report(segment) for segment in segments]
+        clip = controller_clip(creature, segments[0].action, seed, frames=moving_frames, fps=fps,
                                travel=Travel(direction=plan.segments[0].direction), segments=segments)
     else:  # one action in place (plan.constructed)
         clip = controller_clip(creature, plan.segments[0].action, seed, frames=frames, fps=fps)

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from ..library.captions.clip_names import describe_clip_name
 from ..library.controllers.dispatch import ACTIONS_BY_FAMILY
 from ..library.controllers.gaits import FAMILY_GAITS
+from ..library.controllers.segments import GaitSegment
 from .rig_shape import RigShape
-from .tempo import species_in, tempo_of
+from .tempo import gait_segment, species_in
 
 # Pace of each speed bucket a prompt's speed word falls in, as a share of the gait's own speed.
 PACE_OF_BUCKET = {"very_slow": 0.5, "slow": 0.7, "fast": 1.3, "very_fast": 1.6}
@@ -93,22 +94,12 @@ class MotionPlan:
                 and self.segments[0].action in CONSTRUCTED_ACTIONS
                 and self.segments[0].action in ACTIONS_BY_FAMILY.get(self.family, ()))
 
-    def controller_segments(self, seconds: float, shape: RigShape | None = None) -> list[dict]:
-        """The controllers' segment dicts over a clip of `seconds`, at the calibrated tempo of each gait
-        (on a rig of `shape`, the tempo of the calibration rigs built like it), each with "tempo_from":
-        those rigs."""
+    def controller_segments(self, seconds: float, shape: RigShape | None = None) -> tuple[GaitSegment, ...]:
+        """The controllers' segments over a clip of `seconds`, each at the tempo tempo.py gives it (on a rig
+        of `shape`, the tempo of the calibration rigs built like it)."""
         total = sum(s.share for s in self.segments)
-        out = []
-        for s in self.segments:
-            tempo = tempo_of(self.family, s.action, s.pace, self.species, shape)
-            segment = {"gait": s.action, "duration": seconds * s.share / total, "speed": None}
-            if tempo is not None:
-                segment.update(frequency=tempo.frequency, tempo_from=list(tempo.source),
-                               **tempo.gait_overrides())
-            if s.frequency is not None:
-                segment["frequency"] = float(s.frequency)
-            out.append(segment)
-        return out
+        return tuple(gait_segment(self.family, s.action, seconds * s.share / total, s.pace, self.species,
+                                  shape, s.frequency) for s in self.segments)
 
 
 def _ending_at_rest(segments: list[Segment], family: str) -> list[Segment]:

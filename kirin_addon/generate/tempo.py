@@ -10,6 +10,9 @@ person), so the frequency is the gait's; a species the prompt names scales it mi
 (frequency ∝ speed^0.55). A stance share is the one the controllers must be given for the deformed
 mesh to read the authored median. Bipeds get the crouch, lean, arm swing and foot roll their walks and
 runs have (game characters stand with straight legs: a stride needs bent knees).
+
+Every gait segment made for a prompt or a video gets its tempo here (`gait_segment`): its stride
+frequency and the controllers' gait values it changes (GaitOverrides), and the rigs it came from.
 """
 
 from __future__ import annotations
@@ -21,46 +24,33 @@ from pathlib import Path
 
 import numpy as np
 
+from ..library.controllers.segments import NO_OVERRIDES, GaitOverrides, GaitSegment
 from .rig_shape import FEATURES, RigShape
 
 
 @dataclass(frozen=True)
 class Tempo:
-    """A gait as artists animate it: its stride frequency, and what differs from the controllers' gait
-    (None keeps theirs; the names are the controllers' GAIT_OVERRIDES)."""
+    """A gait as artists animate it: its stride frequency, and what differs from the controllers' gait."""
 
     frequency: float  # strides per second
-    duty: float | None = None  # stance share
-    crouch: float | None = None  # body drop (leg lengths) a stride may count on
-    lean: float | None = None  # forward pitch (rad) of the spine
-    arm_swing: float | None = None  # fore–aft arm swing (rad)
-    elbow: float | None = None  # forearm bend (rad) of swinging arms
-    bob: float | None = None  # vertical body bob (leg lengths)
-    sway: float | None = None  # lateral body sway (leg lengths)
-    nod: float | None = None  # head-and-neck pitch oscillation (rad)
-    pitch: float | None = None  # body pitch oscillation (rad) of a gallop
-    lift: float | None = None  # swing foot clearance (leg lengths)
-    heel_off: float | None = None  # foot pitch (rad) as the heel comes up before lift-off
-    heel_strike: float | None = None  # toes up (rad) as the foot lands heel first
+    overrides: GaitOverrides = NO_OVERRIDES
     source: tuple[str, ...] = ()  # the calibration rigs built like the user's whose tempo this is
-
-    def gait_overrides(self) -> dict[str, float]:
-        return {key: value for key, value in vars(self).items()
-                if key not in ("frequency", "source") and value is not None}
 
 
 TEMPI: dict[tuple[str, str], Tempo] = {
-    ("quadruped", "walk"): Tempo(0.86, duty=0.53, lift=0.19),
-    ("quadruped", "trot"): Tempo(1.25, duty=0.40),
-    ("quadruped", "pace"): Tempo(1.25, duty=0.40),
-    ("quadruped", "canter"): Tempo(1.45, duty=0.40),
-    ("quadruped", "gallop"): Tempo(1.58, duty=0.40, pitch=0.3, bob=0.08, nod=0.5, lift=0.42),
-    ("quadruped", "rotary_gallop"): Tempo(1.58, duty=0.40),
-    ("quadruped", "bound"): Tempo(1.58, duty=0.40),
-    ("biped", "walk"): Tempo(0.86, duty=0.57, crouch=0.15, lean=0.05, arm_swing=1.2, nod=0.25, sway=0.05,
-                             bob=0.03, heel_off=0.5, heel_strike=0.25, lift=0.17),
-    ("biped", "run"): Tempo(1.30, duty=0.39, crouch=0.2, lean=0.3, arm_swing=1.6, elbow=1.3, heel_off=0.6,
-                            heel_strike=0.15, bob=0.08, nod=0.5, sway=0.03, lift=0.6),
+    ("quadruped", "walk"): Tempo(0.86, GaitOverrides(duty=0.53, lift=0.19)),
+    ("quadruped", "trot"): Tempo(1.25, GaitOverrides(duty=0.40)),
+    ("quadruped", "pace"): Tempo(1.25, GaitOverrides(duty=0.40)),
+    ("quadruped", "canter"): Tempo(1.45, GaitOverrides(duty=0.40)),
+    ("quadruped", "gallop"): Tempo(1.58, GaitOverrides(duty=0.40, pitch=0.3, bob=0.08, nod=0.5, lift=0.42)),
+    ("quadruped", "rotary_gallop"): Tempo(1.58, GaitOverrides(duty=0.40)),
+    ("quadruped", "bound"): Tempo(1.58, GaitOverrides(duty=0.40)),
+    ("biped", "walk"): Tempo(0.86, GaitOverrides(duty=0.57, crouch=0.15, lean=0.05, arm_swing=1.2, nod=0.25,
+                                                 sway=0.05, bob=0.03, heel_off=0.5, heel_strike=0.25,
+                                                 lift=0.17)),
+    ("biped", "run"): Tempo(1.30, GaitOverrides(duty=0.39, crouch=0.2, lean=0.3, arm_swing=1.6, elbow=1.3,
+                                                heel_off=0.6, heel_strike=0.15, bob=0.08, nod=0.5, sway=0.03,
+                                                lift=0.6)),
 }
 CADENCE_EXPONENT = 0.55
 
@@ -175,12 +165,27 @@ def tempo_of(family: str, gait: str, pace: float = 1.0, species: str | None = No
             duties.append(d)
             shares += _main_sources(near)
         factor = float(np.prod(factors) ** (1.0 / len(factors)))
-        if len(kinds) == 1 and tempo.duty is not None:
+        if len(kinds) == 1 and tempo.overrides.duty is not None:
             duty = duties[0]
         source = tuple(dict.fromkeys(shares))
-    changed = {"duty": tempo.duty + duty} if tempo.duty is not None else {}
-    return replace(tempo, frequency=tempo.frequency * factor * pace**CADENCE_EXPONENT, source=source,
-                   **changed)
+    overrides = tempo.overrides
+    if overrides.duty is not None:
+        overrides = replace(overrides, duty=overrides.duty + duty)
+    return Tempo(tempo.frequency * factor * pace**CADENCE_EXPONENT, overrides, source)
+
+
+def gait_segment(family: str, action: str, seconds: float, pace: float = 1.0, species: str | None = None,
+                 shape: RigShape | None = None, frequency: float | None = None) -> GaitSegment:
+    """The controllers' segment of `action` for `seconds`: at its calibrated tempo (`tempo_of`) where one
+    was measured, else at the gait's own; a stride `frequency` asked (Hz; a video's) replaces the tempo's."""
+    tempo = tempo_of(family, action, pace, species, shape)
+    segment = GaitSegment(action, seconds)
+    if tempo is not None:
+        segment = GaitSegment(action, seconds, frequency=tempo.frequency, overrides=tempo.overrides,
+                              tempo_from=tempo.source)
+    if frequency is not None:
+        segment = replace(segment, frequency=float(frequency))
+    return segment
 
 
 def species_in(text: str) -> str | None:

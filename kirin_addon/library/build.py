@@ -28,6 +28,7 @@ from .captions.heldout import heldout_caption
 from .captions.paraphrase import paraphrases
 from .controllers.common import Travel
 from .controllers.dispatch import ACTIONS_BY_FAMILY, generate
+from .controllers.segments import GaitSegment
 from .families.build import build_creature
 from .render import rasterize, three_quarter_camera, write_png
 
@@ -81,11 +82,12 @@ def creature_split(config: BuildConfig, k: int, family: str) -> str:
     return "test" if _rng(config.seed, k, 7).random() < config.test_fraction else "train"
 
 
-def _describe(creature: Creature, action: str, speed: float, direction: str, segments) -> MotionDescription:
+def _describe(creature: Creature, action: str, speed: float, direction: str,
+              segments: list[GaitSegment] | None) -> MotionDescription:
     fam = creature.family
     leg = creature.leg_length or None
     if segments:
-        parts = tuple(MotionDescription(creature.species, fam, CAPTION_ACTION.get((fam, s[0]), s[0]),
+        parts = tuple(MotionDescription(creature.species, fam, CAPTION_ACTION.get((fam, s.action), s.action),
                                         direction=direction, leg_length=leg) for s in segments)
         return MotionDescription(creature.species, fam, parts[0].action, direction=direction,
                                  segments=parts, leg_length=leg)
@@ -124,7 +126,7 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
         speed = None
         if family in TRANSITIONS and clip_rng.random() < config.transition_fraction:
             names = TRANSITIONS[family][int(clip_rng.integers(len(TRANSITIONS[family])))]
-            segments = [(name, frames / config.fps / len(names)) for name in names]
+            segments = [GaitSegment(name, frames / config.fps / len(names)) for name in names]
             action = names[0]
         elif action in LOCOMOTION:
             direction = DIRECTIONS[int(clip_rng.integers(len(DIRECTIONS)))]
@@ -149,7 +151,7 @@ def _creature_job(args: tuple[BuildConfig, int, str, int, str]) -> list[dict]:
         metadata = {
             "name": f"{creature.species} {action}", "creature": k, "family": family,
             "species": creature.species, "naming": creature.naming, "action": action,
-            "segments": [s[0] for s in segments] if segments else [], "speed": speed,
+            "segments": [s.action for s in segments] if segments else [], "speed": speed,
             "direction": direction, "split": split, "image": image_rel, "mesh": mesh_rel, "seed": seed,
             "heldout_caption": heldout_caption(desc, seed), "authored": False, "static": static,
         }

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kirin.kirin_addon.generate.plan import plan_prompt
+from kirin.kirin_addon.generate.plan import MotionPlan, Segment, plan_prompt
 from kirin.kirin_addon.generate.tempo import TEMPI, species_in, tempo_of
+from kirin.kirin_addon.library.controllers.segments import GaitSegment
 
 
 def _segments(prompt: str, family: str) -> list[tuple[str, float, str]]:
@@ -28,8 +29,9 @@ def test_two_segments_and_actions_the_controllers_do_not_walk():
     walk_run = plan_prompt("A husky walks, then runs.", "quadruped")
     assert [s.action for s in walk_run.segments] == ["walk", "gallop"] and walk_run.locomotion
     segments = walk_run.controller_segments(6.0)
-    assert [s["duration"] for s in segments] == pytest.approx([3.0, 3.0])
-    assert segments[0]["frequency"] == pytest.approx(tempo_of("quadruped", "walk", 1.0, "husky").frequency)
+    assert [s.duration for s in segments] == pytest.approx([3.0, 3.0])
+    walk = tempo_of("quadruped", "walk", 1.0, "husky")
+    assert segments[0].frequency == pytest.approx(walk.frequency) and segments[0].overrides == walk.overrides
     assert not plan_prompt("a dog eating", "quadruped").locomotion
 
 
@@ -43,7 +45,7 @@ def test_the_constructed_actions_alone_are_constructed_other_actions_are_not():
     assert [s.action for s in jump.segments] == ["jump"] and jump.constructed
     walk = plan_prompt("a wolf walks, then stands still", "quadruped")
     assert [s.action for s in walk.segments] == ["walk", "stop"] and walk.locomotion
-    assert walk.controller_segments(4.0)[-1] == {"gait": "stop", "duration": 2.0, "speed": None}
+    assert walk.controller_segments(4.0)[-1] == GaitSegment("stop", 2.0)  # no tempo: the gait's before it
     assert plan_prompt("A yeti punches, then stands still.", "biped").constructed  # an attack
     assert plan_prompt("a dog eating", "quadruped").constructed
     assert plan_prompt("A yeti flinches.", "biped").constructed  # a hit
@@ -60,7 +62,16 @@ def test_the_tempo_follows_pace_and_size():
     assert fox.frequency > walk > donkey.frequency  # a fox steps quicker than a donkey
     assert tempo_of("quadruped", "walk", species="goblin").frequency == walk  # no size known
     assert tempo_of("serpent", "slither") is None
-    assert tempo_of("biped", "run").gait_overrides()["lean"] > 0
+    assert tempo_of("biped", "run").overrides.lean > 0
+
+
+def test_a_stride_frequency_asked_replaces_the_tempos_and_keeps_its_gait():
+    """A video's stride frequency sets the segment's; the calibrated gait values and their source stay."""
+    asked = MotionPlan("biped", (Segment("walk", 1.0, frequency=1.3),)).controller_segments(2.0)
+    tempo = tempo_of("biped", "walk")
+    assert asked == (GaitSegment("walk", 2.0, None, 1.3, tempo.overrides, tempo.source),)
+    jump = MotionPlan("biped", (Segment("jump", 1.0),))
+    assert jump.controller_segments(1.0) == (GaitSegment("jump", 1.0),)
 
 
 def test_species_are_found_in_prompts():

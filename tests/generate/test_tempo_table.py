@@ -14,6 +14,7 @@ from kirin.kirin_addon.core.canonical import CanonicalFrame, canonical_rig
 from kirin.kirin_addon.generate.rig_roles import detect_roles
 from kirin.kirin_addon.generate.rig_shape import FEATURES, RigShape, rig_shape
 from kirin.kirin_addon.generate.tempo import TABLE_PATH, TEMPI, TempoTable, tempo_of
+from kirin.kirin_addon.library.controllers.gaits import FAMILY_GAITS, GAITS
 
 MONSTER = (2.3, 5.0, 0.3, 0.9, 0.4, 1.8, 0.9, 0.0)
 WALKER = (2.3, 4.0, 0.5, 0.95, 0.2, 1.2, 0.8, 0.0)
@@ -38,9 +39,9 @@ def test_a_rig_built_like_a_calibration_rig_gets_its_tempo():
     # one rig of weight 1 against the prior's 0.5: two thirds of the way in log frequency
     expected = np.exp((0.5 * np.log(prior.frequency) + np.log(1.71)) / 1.5)
     assert run.frequency == pytest.approx(expected, rel=1e-6)
-    assert run.duty == pytest.approx(prior.duty + (0.25 - 0.39) / 1.5, rel=1e-6)
+    assert run.overrides.duty == pytest.approx(prior.overrides.duty + (0.25 - 0.39) / 1.5, rel=1e-6)
     assert run.source == ("pack/monster",)
-    assert run.arm_swing == prior.arm_swing  # the gait's own amplitudes stay
+    assert run.overrides.arm_swing == prior.overrides.arm_swing  # the gait's own amplitudes stay
 
 
 def test_a_rig_built_like_none_gets_the_family_tempo_and_its_species_size():
@@ -100,3 +101,11 @@ def test_a_build_reads_the_same_at_any_scale_and_in_any_frame(make):
     values = dict(zip(FEATURES, shape.values, strict=True))
     assert values["hip_height"] > 0.5  # legs stand under the hips
     assert (values["arm_length"] > 0) == (shape.family == "biped")
+
+
+def test_every_calibrated_tempo_is_of_a_controllers_gait_and_sets_its_fields():
+    """TEMPI's keys are gaits the family's controllers have, and its overrides the gait's own fields."""
+    for (family, gait), tempo in TEMPI.items():
+        controllers_gait = GAITS[FAMILY_GAITS[family][gait]]
+        changed = tempo.overrides.applied(controllers_gait)
+        assert all(getattr(changed, name) == value for name, value in tempo.overrides.given().items())

@@ -16,6 +16,7 @@ from kirin.kirin_addon.library.controllers.dispatch import ACTIONS_BY_FAMILY, ge
 from kirin.kirin_addon.library.controllers.feet import phase_offsets
 from kirin.kirin_addon.library.controllers.gaits import HARD_CYCLE_FRAMES
 from kirin.kirin_addon.library.controllers.poser import leg_rigs
+from kirin.kirin_addon.library.controllers.segments import GaitOverrides, GaitSegment
 from kirin.kirin_addon.library.procedural import BipedSpec, build_biped, capsule_mesh
 
 
@@ -331,11 +332,12 @@ def test_backward_walk_moves_backwards() -> None:
 
 def test_transition_walk_trot_stop() -> None:
     c = creature("quadruped")
-    clip = generate(c, "walk", seed=4, segments=[("walk", 1.2), ("trot", 1.2), ("stop", 1.2)])
+    clip = generate(c, "walk", seed=4, segments=[GaitSegment("walk", 1.2), GaitSegment("trot", 1.2),
+                                                 GaitSegment("stop", 1.2)])
     root = clip.motion.root_positions
     speed = np.linalg.norm(np.diff(root[:, :2], axis=0), axis=-1) * clip.motion.fps
     assert speed[-10:].max() <= 1e-9
-    assert speed[len(speed) // 2] > 0.5 * clip.segments[1]["speed"]
+    assert speed[len(speed) // 2] > 0.5 * clip.segments[1].speed
     assert clip.contacts[-10:].all(), "every foot is down once stopped"
     pos = joint_positions(c.rig, clip.motion)
     feet = pos[:, [leg.foot for leg in c.legs()]]
@@ -377,8 +379,8 @@ def test_a_segment_sets_its_gallop_pitch_and_lift() -> None:
     than the controllers' own: the overrides reach the motion."""
     c = creature("quadruped")
 
-    def measured(**overrides) -> tuple[float, float]:
-        segment = {"gait": "gallop", "duration": 2.0, "speed": None, "frequency": 1.6, **overrides}
+    def measured(**overrides: float) -> tuple[float, float]:
+        segment = GaitSegment("gallop", 2.0, frequency=1.6, overrides=GaitOverrides(**overrides))
         clip = generate(c, "gallop", seed=3, segments=[segment])
         pos = joint_positions(c.rig, clip.motion)
         feet = pos[:, [leg.foot for leg in c.legs()]]

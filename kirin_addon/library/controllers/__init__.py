@@ -9,7 +9,9 @@ is one constant point (zero skating by construction); during swing it travels on
 body is lowered where a foot would be out of reach, so every planted foot is met exactly.
 
 Entry point: `dispatch.generate(creature, action, seed, ...)`; `dispatch.ACTIONS_BY_FAMILY` lists the actions.
-Modules: `common` (axes, curves, the clip type), `poser` (leg IK and the body pose), `reach` (where feet
-can go), `path` (ground tracks), `feet` (footfalls and swings), `gaits` (legged locomotion), `body`
-(tails, arms, wings, fins), `actions` (in-place actions, jumps, glides), `axial` (serpents and fish).
+Modules: `common` (axes, curves, the clip type), `segments` (what a clip is asked, stretch by stretch: the
+frozen GaitSegment and the GaitOverrides a calibrated tempo sets), `poser` (leg IK and the body pose),
+`reach` (where feet can go), `path` (ground tracks), `feet` (footfalls and swings), `gaits` (legged
+locomotion), `body` (tails, arms, wings, fins), `actions` (in-place actions, jumps, glides), `axial`
+(serpents and fish).
 """

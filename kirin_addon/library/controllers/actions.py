@@ -26,6 +26,7 @@ from .common import (
     smoothstep,
 )
 from .poser import BodyPose, FootPlan, LegRig, Poser, leg_rigs, solve_clip
+from .segments import GaitSegment
 
 
 def _rest_feet(legs: list[LegRig], frames: int) -> np.ndarray:
@@ -498,7 +499,7 @@ def in_place(creature: Creature, action: str, frames: int, fps: float, rng: np.r
     motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, fold), fps,
                               _limb_extra(creature, action, t, d, rng, terms.get("arm_phases", ())))
     info.update(amplitude=a, foot_targets=targets)
-    return GeneratedClip(motion, action, [{"gait": action, "duration": frames / fps, "speed": 0.0}], 0.0,
+    return GeneratedClip(motion, action, [GaitSegment(action, frames / fps, 0.0)], 0.0,
                          "none", contacts, info)
 
 
@@ -539,7 +540,7 @@ def jump(creature: Creature, frames: int, fps: float, rng: np.random.Generator) 
     motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, fold), fps,
                               _limb_extra(creature, "jump", t, d, rng))
     info.update(foot_targets=targets, take_off=t_off, landing=t_land, distance=distance)
-    return GeneratedClip(motion, "jump", [{"gait": "jump", "duration": frames / fps, "speed": 0.0}],
+    return GeneratedClip(motion, "jump", [GaitSegment("jump", frames / fps, 0.0)],
                          0.0, "forward", contacts, info)
 
 
@@ -572,6 +573,6 @@ def glide(creature: Creature, frames: int, fps: float, rng: np.random.Generator,
     motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, zeros), fps, extra,
                               lower=False)
     info.update(heading=heading, foot_targets=targets)
-    return GeneratedClip(motion, "glide", [{"gait": "glide", "duration": frames / fps, "speed": v}], v,
+    return GeneratedClip(motion, "glide", [GaitSegment("glide", frames / fps, v)], v,
                          "forward", contacts, info)
 

@@ -11,6 +11,7 @@ from ...core.rotations import quat_multiply
 from .body import pose_fins
 from .common import X_AXIS, Z_AXIS, ControllerError, GeneratedClip, Travel, about, envelope, heading_forward
 from .poser import Poser
+from .segments import GaitSegment
 
 
 def _axial_layout(creature: Creature) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
@@ -188,6 +189,6 @@ def axial(creature: Creature, action: str, frames: int, fps: float, rng: np.rand
     root_main = poser.root_for(root, rel)
     motion = poser.motion(root_main, fps)
     info = {"heading": heading, "wave_speed": v}
-    segments = [{"gait": action, "duration": frames / fps, "speed": v}]
+    segments = [GaitSegment(action, frames / fps, v)]
     contacts = np.zeros((frames, 0), dtype=bool)  # no feet
     return GeneratedClip(motion, action, segments, v, travel.direction, contacts, info)

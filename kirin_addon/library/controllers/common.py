@@ -10,6 +10,7 @@ import numpy as np
 
 from ...core.motion import Motion
 from ...core.rotations import quat_about, quat_multiply
+from .segments import GaitSegment
 
 GRAVITY = 9.81
 X_AXIS = np.array([1.0, 0.0, 0.0])  # the creature's lateral axis (pitch)
@@ -26,7 +27,7 @@ class ControllerError(ValueError):
 class GeneratedClip:
     motion: Motion
     action: str
-    segments: list[dict]
+    segments: list[GaitSegment]  # what it was asked, each with the speed it got
     speed: float  # requested mean ground speed (m/s; 0 for in-place actions)
     direction: str
     contacts: np.ndarray  # (T, legs) planted feet, legs in creature.legs() order

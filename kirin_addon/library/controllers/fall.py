@@ -10,6 +10,7 @@ from ...core.rotations import quat_rotate
 from .body import tail_lift
 from .common import GeneratedClip, envelope, euler_q, smoothstep
 from .poser import BodyPose, FootPlan, leg_rigs, solve_clip
+from .segments import GaitSegment
 
 FALL_ANGLE = 1.45  # rad: lying on the side (or back), a little short of flat, as a body with legs lies
 # How long a death takes to go from standing to lying (s): the calibration rigs' authored deaths
@@ -87,5 +88,5 @@ def death(creature: Creature, frames: int, fps: float, rng: np.random.Generator,
     fold = np.repeat((0.3 * fall)[:, None], len(legs), axis=1)
     motion, info = solve_clip(creature, pose, FootPlan(targets, zeros, contacts, fold), fps)
     info.update(foot_targets=targets, fall_start=t_fall, down=t_down, side=side)
-    return GeneratedClip(motion, "death", [{"gait": "death", "duration": frames / fps, "speed": 0.0}],
+    return GeneratedClip(motion, "death", [GaitSegment("death", frames / fps, 0.0)],
                          0.0, "none", contacts, info)

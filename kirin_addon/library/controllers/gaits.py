@@ -17,6 +17,7 @@ from .feet import GaitSchedule, girdle_shifts, phase_offsets, plan_feet, roll_fe
 from .path import Profile, TimeGrid, build_path, segment_weights
 from .poser import BodyPose, FootPlan, LegRig, Poser, chain_bends, leg_rigs, solve_clip
 from .reach import leg_reach
+from .segments import GaitSegment
 
 # At least this many frames per gait cycle by default: faster cycles alias at the clip's frame rate.
 MIN_CYCLE_FRAMES = 6.0
@@ -32,9 +33,10 @@ MAX_STRIDE = 2.3
 TURN_STRIDE = 1.5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Gait:
-    """A legged gait: footfall phases by leg pattern, duty factor and defaults from the Froude number."""
+    """A legged gait: footfall phases by leg pattern, duty factor and defaults from the Froude number (a
+    segment's GaitOverrides may set the fields they name)."""
 
     name: str
     pattern: str  # how per-leg phase offsets are laid out (see `_phase_offsets`)
@@ -55,27 +57,35 @@ class Gait:
     heel_strike: float = 0.0  # toes up (rad) as the foot lands heel first
 
 
-GAITS: dict[str, Gait] = {
-    "walk": Gait("walk", "lateral", 0.58, 0.30, 0.08, 0.012, 2),
-    "trot": Gait("trot", "trot", 0.45, 0.70, 0.12, 0.025, 2),
-    "pace": Gait("pace", "pace", 0.45, 0.70, 0.11, 0.02, 2),
-    "canter": Gait("canter", "canter", 0.40, 1.30, 0.13, 0.03, 1, pitch=0.06),
-    "gallop": Gait("gallop", "transverse", 0.25, 5.00, 0.14, 0.03, 1, pitch=0.08, stride_scale=0.95,
-                   nod=0.25, crouch=0.12),
-    "rotary_gallop": Gait("rotary_gallop", "rotary", 0.25, 5.00, 0.14, 0.03, 1, pitch=0.08,
-                          stride_scale=0.95, nod=0.25, crouch=0.12),
-    "bound": Gait("bound", "bound", 0.38, 1.40, 0.14, 0.035, 1, pitch=0.10, stride_scale=0.85),
-    "pronk": Gait("pronk", "pronk", 0.35, 0.60, 0.16, 0.05, 1, stride_scale=0.7),
-    "biped_walk": Gait("biped_walk", "alternate", 0.62, 0.20, 0.07, 0.015, 2, sway=0.02, stride_scale=0.7),
-    "run": Gait("run", "alternate", 0.36, 1.00, 0.14, 0.03, 2, sway=0.01, stride_scale=0.75),
-    "hop": Gait("hop", "pronk", 0.40, 0.35, 0.18, 0.06, 1, stride_scale=0.7),
-    "tripod": Gait("tripod", "tripod", 0.55, 0.25, 0.10, 0.01, 2, stride_scale=0.8),
-    "wave": Gait("wave", "wave", 0.80, 0.10, 0.10, 0.005, 1, stride_scale=0.8),
-}
+def _by_name(*gaits: Gait) -> dict[str, Gait]:
+    return {gait.name: gait for gait in gaits}
 
-# What a locomotion segment may set of its gait (a calibrated tempo; kirin_addon/generate/tempo.py).
-GAIT_OVERRIDES = ("duty", "crouch", "lean", "arm_swing", "elbow", "bob", "sway", "nod", "pitch", "lift",
-                  "heel_off", "heel_strike")
+
+GAITS: dict[str, Gait] = _by_name(
+    Gait(name="walk", pattern="lateral", duty=0.58, froude=0.30, lift=0.08, bob=0.012, bobs_per_cycle=2),
+    Gait(name="trot", pattern="trot", duty=0.45, froude=0.70, lift=0.12, bob=0.025, bobs_per_cycle=2),
+    Gait(name="pace", pattern="pace", duty=0.45, froude=0.70, lift=0.11, bob=0.02, bobs_per_cycle=2),
+    Gait(name="canter", pattern="canter", duty=0.40, froude=1.30, lift=0.13, bob=0.03, bobs_per_cycle=1,
+         pitch=0.06),
+    Gait(name="gallop", pattern="transverse", duty=0.25, froude=5.00, lift=0.14, bob=0.03, bobs_per_cycle=1,
+         pitch=0.08, stride_scale=0.95, nod=0.25, crouch=0.12),
+    Gait(name="rotary_gallop", pattern="rotary", duty=0.25, froude=5.00, lift=0.14, bob=0.03,
+         bobs_per_cycle=1, pitch=0.08, stride_scale=0.95, nod=0.25, crouch=0.12),
+    Gait(name="bound", pattern="bound", duty=0.38, froude=1.40, lift=0.14, bob=0.035, bobs_per_cycle=1,
+         pitch=0.10, stride_scale=0.85),
+    Gait(name="pronk", pattern="pronk", duty=0.35, froude=0.60, lift=0.16, bob=0.05, bobs_per_cycle=1,
+         stride_scale=0.7),
+    Gait(name="biped_walk", pattern="alternate", duty=0.62, froude=0.20, lift=0.07, bob=0.015,
+         bobs_per_cycle=2, sway=0.02, stride_scale=0.7),
+    Gait(name="run", pattern="alternate", duty=0.36, froude=1.00, lift=0.14, bob=0.03, bobs_per_cycle=2,
+         sway=0.01, stride_scale=0.75),
+    Gait(name="hop", pattern="pronk", duty=0.40, froude=0.35, lift=0.18, bob=0.06, bobs_per_cycle=1,
+         stride_scale=0.7),
+    Gait(name="tripod", pattern="tripod", duty=0.55, froude=0.25, lift=0.10, bob=0.01, bobs_per_cycle=2,
+         stride_scale=0.8),
+    Gait(name="wave", pattern="wave", duty=0.80, froude=0.10, lift=0.10, bob=0.005, bobs_per_cycle=1,
+         stride_scale=0.8),
+)
 
 # Gait names each family accepts for locomotion, and what "walk" means for it.
 FAMILY_GAITS = {
@@ -222,29 +232,23 @@ class _StrideFit:
         return v, w
 
 
-def _segment_rates(fit: _StrideFit, segments: list[dict], rng: np.random.Generator
+def _segment_rates(fit: _StrideFit, segments: list[GaitSegment], rng: np.random.Generator
                    ) -> tuple[list[Gait], list[float], list[float], list[float]]:
-    """Gait, speed, stride frequency and turn rate of each segment; a stop keeps the gait before it.
-    Sets each segment's "speed" to the one it gets."""
+    """Gait, speed, stride frequency and turn rate of each segment; a stop keeps the gait before it."""
     gaits, speeds, freqs, turns = [], [], [], []
     variation = rng.uniform(0.92, 1.08)
     for k, seg in enumerate(segments):
-        stop = seg["gait"] in ("stop", "stand")
-        if stop and k == 0:
+        if seg.stops and k == 0:
             raise ControllerError("A clip cannot start with a stop segment.")
-        if stop:
-            seg["speed"] = 0.0
+        if seg.stops:
             gaits.append(gaits[-1])
             speeds.append(0.0)
             freqs.append(freqs[-1])
             turns.append(0.0)
             continue
-        gait = _gait_for(fit.creature.family, seg["gait"])
-        for key in GAIT_OVERRIDES:  # calibrated on artists' rigs (kirin_addon/generate/tempo.py)
-            if seg.get(key) is not None:
-                gait = replace(gait, **{key: float(seg[key])})
-        v, f, w = fit.segment(gait, seg["speed"], variation, seg.get("frequency"))
-        seg["speed"] = v
+        # The segment's overrides: a tempo calibrated on artists' rigs (kirin_addon/generate/tempo.py).
+        gait = seg.overrides.applied(_gait_for(fit.creature.family, seg.action))
+        v, f, w = fit.segment(gait, seg.speed, variation, seg.frequency)
         gaits.append(gait)
         speeds.append(v)
         freqs.append(f)
@@ -378,7 +382,7 @@ def _changing_gait(creature: Creature, legs: list[LegRig], gaits: list[Gait]) ->
     return leg_reach(creature, legs, max(g.crouch for g in gaits)).radius
 
 
-def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.random.Generator,
+def locomotion(creature: Creature, segments: list[GaitSegment], fps: float, rng: np.random.Generator,
                direction: str, turn_rate: float | None, stride_mult: float = 1.0) -> GeneratedClip:
     """Any number of legs: gait phases, planted feet, swing arcs, body bob, IK legs.
 
@@ -390,7 +394,7 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     if not legs:
         raise ControllerError(f"This {creature.family} has no legs to walk on.")
     leg_len = max(creature.leg_length, 1e-3)
-    frames = int(round(sum(s["duration"] for s in segments) * fps))
+    frames = int(round(sum(s.duration for s in segments) * fps))
     reach = leg_reach(creature, legs)
     pelvis_rest = creature.rig.heads[creature.pelvis].copy()
     # The body turns about the centre of its feet (not the pelvis: a cow's hips sit far behind its
@@ -403,12 +407,12 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
     pad = int(np.ceil(1.6 / f_min * fps))
     post = int(np.ceil(1.2 / f_min * fps))
     times = (np.arange(pad + frames + post) - pad) / fps
-    durations = [s["duration"] for s in segments]
+    durations = [s.duration for s in segments]
     weights = segment_weights(times, durations, min(_blend_seconds(speeds), 0.6 * min(durations)))
     profile = build_path(TimeGrid(times, pad, frames, fps), np.array(speeds), weights, np.array(turns),
                          fit.sign, pelvis_rest, pivot)
 
-    stop_mask = np.array([s["gait"] in ("stop", "stand") for s in segments], dtype=float)
+    stop_mask = np.array([s.stops for s in segments], dtype=float)
     amp = rng.uniform(0.85, 1.15)
     schedule = _schedule(gaits, freqs, weights, legs, leg_len, fps, rng)
     moving = (np.abs(profile.speed) > 1e-9) | (np.abs(profile.turn) > 1e-9)
@@ -447,8 +451,9 @@ def locomotion(creature: Creature, segments: list[dict], fps: float, rng: np.ran
                 speed_profile=clip(profile.speed).copy(), foot_targets=clip(plan.targets).copy(),
                 gaits=[g.name for g in gaits], stride_frequency=[float(f) for f in freqs])
     mean_speed = float(np.mean(clip(profile.speed)))
-    return GeneratedClip(motion, segments[0]["gait"] if len(segments) == 1 else "transition", segments,
-                         mean_speed, direction, contacts, info)
+    done = [replace(s, speed=v) for s, v in zip(segments, speeds, strict=True)]
+    return GeneratedClip(motion, segments[0].action if len(segments) == 1 else "transition", done, mean_speed,
+                         direction, contacts, info)
 
 
 def default_turn(direction: str, turn_rate: float, duration: float, speed_hint: float, leg: float) -> float:
