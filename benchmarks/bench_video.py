@@ -21,10 +21,11 @@ For each rig of ../shared/assets with authored clips — the Khronos Fox (Walk, 
    skipped with a note where it is not installed) and "sil+mediapipe" with silhouettes;
 3. three methods: "idm" the rig's inverse-dynamics model alone (models/video/idm.py, trained for the rig
    on its own renders and cached under ~/.cache/kirin/idm or --cache; needs silhouettes), "opt"
-   the sequence optimisation from the rest pose (models/video_fit.fit_motion), "idm+opt" the
-   optimisation initialised with the IDM's prediction. The camera is given to every method
-   (known-camera setting; with --estimate-camera fit_motion estimates it and the IDM assumes the
-   camera the fit estimates, `idm.default_camera`);
+   the sequence optimisation from the rest pose (kirin_addon/video/pipeline.VideoPipeline.fit given
+   models/video/fitter.TorchVideoFitter: `fit_motion` below), "idm+opt" the optimisation initialised
+   with the IDM's prediction. The camera is given to every method (known-camera setting; with
+   --estimate-camera fit_motion estimates it and the IDM assumes the camera the fit estimates,
+   `idm.default_camera`);
 4. metrics on the deforming joints: 2D PCK@0.1 (a joint's projection — through the method's
    camera — within 0.1 × the diagonal of the ground-truth 2D joints' bounding box), scale-
    normalised 3D MPJPE (per frame: both skeletons relative to the body root, the shallowest deforming
@@ -59,12 +60,13 @@ import torch
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.io.gltf import load_gltf
 from kirin.kirin_addon.video.evidence import Evidence2D, combine
+from kirin.kirin_addon.video.fit_config import VideoFitConfig
+from kirin.kirin_addon.video.pipeline import VideoPipeline
 from kirin.kirin_addon.video.silhouettes import background_silhouettes
 from kirin.kirin_addon.video.synth import Framing, SyntheticVideo, frame_camera, render_motion
 from kirin.kirin_addon.video.tracks import tracks_evidence
 from kirin.kirin_addon.video.video_io import read_video, write_video
-from kirin.models.video.fit import fit_motion
-from kirin.models.video.fit_config import VideoFitConfig
+from kirin.models.video.fitter import TorchVideoFitter
 from kirin.models.video.idm import IDM, IDMConfig, default_camera, default_frame
 from kirin.models.video.idm_train import IDMTrainConfig, load_or_train_idm
 
@@ -77,6 +79,7 @@ RIGS = {  # name: (file under assets, clips)
 EVIDENCE = ("sil", "sparse", "sil+sparse", "full", "mediapipe", "sil+mediapipe")
 DEFAULT_EVIDENCE = ("sil", "sparse", "sil+sparse", "full", "mediapipe")
 METHODS = ("idm", "opt", "idm+opt")
+fit_motion = VideoPipeline(TorchVideoFitter()).fit
 PCK_GOAL = 0.9
 SECONDS_GOAL = 1.0
 

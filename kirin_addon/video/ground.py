@@ -1,7 +1,7 @@
 """Where the ground lies in a driving video, from its own pixels and silhouettes: the horizon (the row
 where the background changes from sky to ground) and the contact row (where the subject's silhouette
-meets the ground). With the creature's size they give the camera's tilt and height (models/video/
-fit_start.py): a film whose horizon sits below the middle of the frame was shot looking up a little,
+meets the ground). With the creature's size they give the camera's tilt and height (kirin_addon/
+video/fit_start.py): a film whose horizon sits below the middle of the frame was shot looking up a little,
 and the hooves stand that far below it.
 
 Rows are in the pixels of the frames given (y down from the top edge). numpy only.

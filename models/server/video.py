@@ -8,11 +8,13 @@ unreadable video, an empty frame range, keypoints or tracks of bones the rig doe
 with no evidence at all) and the engine's own errors (a video with no moving subject...) fail the job
 with their message.
 
-The job: read the frames (start, stop, stride) → 2D evidence (keypoints file, MediaPipe Pose for a
-humanoid rig — in its own environment, kirin_addon/video/mediapipe_pose.py —, Movie Clip tracks, silhouettes
-by background subtraction or from a mask folder) → an optional initial motion from the
-rig's inverse-dynamics model (`idm`: models/video/idm.py, trained per rig on first use) → Kirin's sequence fit
-(models/video/fit.py) → the motion resampled from the clip's frame rate to the scene's.
+The job: read the frames (start, stop, stride), then the engine's pipeline (kirin_addon/video/pipeline.py)
+given the torch fit (models/video/fitter.py) and the rig's inverse-dynamics model (`idm`:
+models/video/idm.py, trained per rig on first use): 2D evidence (keypoints file, MediaPipe Pose for a
+humanoid rig — in its own environment, kirin_addon/video/mediapipe_pose.py —, Movie Clip tracks,
+silhouettes by background subtraction or from a mask folder) → the start (the inverse-dynamics model or
+the rig's gait) → Kirin's sequence fit; then the motion resampled from the clip's frame rate to the
+scene's.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from ...kirin_addon.core.motion import Motion
 from ...kirin_addon.core.rig import Rig
 from ...kirin_addon.core.rotations import quat_continuity
 from ...kirin_addon.core.skinning import SkinnedMesh
-from ...kirin_addon.video.request import FACING_AUTO, GAIT_AUTO, GAIT_NONE, SILHOUETTE_SOURCES, ExtractRequest
+from ...kirin_addon.video.gather import EvidenceSources, VideoClip
+from ...kirin_addon.video.request import SILHOUETTE_SOURCES, ExtractRequest
 from .files import AllowedFiles
 from .jobs import Report, UserError, Work
 
@@ -50,25 +53,6 @@ class ExtractJob:
     keypoints: tuple[np.ndarray, np.ndarray] | None  # (F,J,2) px, (F,J) over video frames from 0
     tracks: dict[int, np.ndarray]  # joint → (N,2) px over video frames from 0, NaN where untracked
     mediapipe: dict[str, int] | None = None  # MediaPipe Pose: role → the rig's joint
-
-
-@dataclass
-class _Clip:
-    """The frames of a job's video that the fit uses, and what they are."""
-
-    frames: np.ndarray | None  # (T,H,W,3) pixels; dropped once the evidence is made
-    indices: np.ndarray  # (T,) video frames (0-based)
-    fps: float  # the clip's frame rate (the video's over the stride)
-    size: tuple[int, int]  # (width, height) of the video in pixels
-    count: int  # frames
-
-
-def _frames(points: np.ndarray, indices: np.ndarray, fill: float = np.nan) -> np.ndarray:
-    """Rows `indices` of a per-video-frame array, `fill` past its end."""
-    out = np.full((len(indices),) + points.shape[1:], fill, dtype=np.float64)
-    inside = indices < points.shape[0]
-    out[inside] = points[indices[inside]]
-    return out
 
 
 def resample_positions(motion: Motion, positions: np.ndarray, fps: float) -> Motion:
@@ -203,76 +187,34 @@ class ExtractService:
         return lambda report: self.run(job, report)
 
     def run(self, job: ExtractJob, report: Report) -> dict[str, Any]:
-        """Read the frames, gather the evidence, (start from the inverse-dynamics model,) fit; the
-        motion at the scene's frame rate and a report."""
-        from ..video.fit import fit_motion
-        from ..video.fit_config import VideoFitConfig
+        """Read the frames, then the pipeline: gather the evidence, (start from the inverse-dynamics model
+        or the gait,) fit; the motion at the scene's frame rate and a report."""
+        from ...kirin_addon.video.pipeline import VideoPipeline
+        from ..video.fitter import TorchVideoFitter
 
         started = time.perf_counter()
-        timings: dict[str, float] = {}
         clip = self._read(job, report)
-        timings["read_video"] = time.perf_counter() - started
-        report(0.05, "gathering the 2D evidence")
-        t = time.perf_counter()
-        notes: dict[str, Any] = {}
-        evidence, keypoints = self._evidence(job, clip, report, notes)
-        timings["evidence"] = time.perf_counter() - t
-
-        init = None
-        if job.request.idm:
-            init = self._idm_init(job, evidence, report, notes)
-        starts = None
-        if init is None and job.request.gait.strip().casefold() != GAIT_NONE:
-            starts = self._gait_starts(job, evidence, notes)
-        report(0.15, "fitting the motion")
-        t = time.perf_counter()
-
-        def progress(fraction: float, *_: Any) -> None:  # raises JobCancelled: stops the fit
-            report(0.15 + 0.8 * min(max(float(fraction), 0.0), 1.0), "fitting the motion")
-
-        epochs = job.request.epochs
-        config = VideoFitConfig() if epochs is None else VideoFitConfig(epochs=epochs)
-        if job.request.facing != FACING_AUTO:
-            config = replace(config, facing=job.request.facing)
-        if starts is not None:  # the gait holds the legs where the evidence is silent
-            config = replace(config, prior=config.gait_prior)
-            init = starts.motions
-        fit = fit_motion(job.rig, evidence, mesh=job.mesh, config=config, init=init, progress=progress)
-        timings["fit"] = time.perf_counter() - t
+        read_video = time.perf_counter() - started
+        source = job.request.silhouettes
+        masks = None if source in SILHOUETTE_SOURCES else lambda indices: self._mask_files(source, indices)
+        sources = EvidenceSources(job.keypoints, job.tracks, job.mediapipe, source, masks)
+        pipeline = VideoPipeline(TorchVideoFitter(), idm=self._idm_api() if job.request.idm else None)
+        run = pipeline.run(job.rig, job.mesh, job.request, clip, sources, report)
+        timings = {"read_video": read_video, **run.timings}
         report(0.96, "resampling to the scene's frame rate")
-        return _answer(job, clip, fit, evidence, keypoints, notes, timings, started)
+        return _answer(job, clip, run.fit, run.evidence, run.keypoints, run.notes, timings, started)
+
+    def _mask_files(self, source: str, indices: np.ndarray) -> list[str]:
+        """The mask folder's files of these video frames (one image per video frame from the first), each
+        checked as a file this backend may read."""
+        files = self.files.mask_files(source, "silhouettes")
+        if int(indices[-1]) >= len(files):
+            raise UserError(f"The mask folder {source} has {len(files)} images (one per video "
+                            f"frame from the first), but video frame {int(indices[-1]) + 1} is used.")
+        return [self.files.file(files[i], "mask", "silhouettes") for i in indices]
 
     @staticmethod
-    def _gait_starts(job: ExtractJob, evidence: Any, notes: dict[str, Any]) -> Any:
-        """The rig's gait at the stride frequency the silhouettes show, at the phases of its cycle
-        (generate/gait_cycle.py), or None (and why, in the notes): no silhouettes, no stride in them, a
-        rig the gait controllers cannot drive."""
-        from ...kirin_addon.core.canonical import canonical_rig, detect_canonical_frame
-        from ...kirin_addon.eval.footage import silhouette_stride_hz
-        from ...kirin_addon.generate.gait_cycle import GaitAsked, gait_starts
-
-        if evidence.silhouettes is None:
-            notes["gait"] = {"used": False, "why": "no silhouettes to read the stride from"}
-            return None
-        frequency = silhouette_stride_hz(evidence.silhouettes > 0.5, evidence.fps)
-        if frequency is None:
-            notes["gait"] = {"used": False, "why": "the silhouettes show no stride"}
-            return None
-        vertices = None if job.mesh is None else job.mesh.vertices
-        canon = canonical_rig(job.rig, detect_canonical_frame(job.rig, mesh_vertices=vertices))
-        asked = job.request.gait.strip()
-        words = "" if asked.casefold() == GAIT_AUTO else asked
-        starts = gait_starts(canon, job.rig, GaitAsked(evidence.frame_count, evidence.fps, frequency, words),
-                             job.mesh)
-        if starts is None:
-            notes["gait"] = {"used": False, "why": "the gait controllers cannot drive this rig",
-                             "stride_hz": frequency}
-            return None
-        notes["gait"] = {"used": True, **starts.report()}
-        return starts
-
-    @staticmethod
-    def _read(job: ExtractJob, report: Report) -> _Clip:
+    def _read(job: ExtractJob, report: Report) -> VideoClip:
         """The request's frames of the video, decoded as small as what reads them allows."""
         from ...kirin_addon.video.video_io import read_video
 
@@ -293,79 +235,7 @@ class ExtractService:
                             "the stride or shorten the range.")
         size = (int(job.probe.get("width") or frames.shape[2]),
                 int(job.probe.get("height") or frames.shape[1]))
-        return _Clip(frames, np.asarray(clip.indices, dtype=np.int64), float(clip.fps), size, count)
-
-    def _evidence(
-        self, job: ExtractJob, clip: _Clip, report: Report, notes: dict[str, Any]
-    ) -> tuple[Any, Any]:
-        """The 2D evidence of the clip's frames (keypoints file and MediaPipe, tracks, silhouettes)
-        and the keypoints among it; the clip's pixels are let go."""
-        from ...kirin_addon.video.evidence import combine
-        from ...kirin_addon.video.ground import horizon_row
-        from ...kirin_addon.video.repeats import repeated_frames, shared_with_repeats
-        from ...kirin_addon.video.silhouettes import background_silhouettes, mask_silhouettes
-        from ...kirin_addon.video.stills import still_silhouettes
-        from ...kirin_addon.video.tracks import tracks_evidence
-
-        indices, source = clip.indices, job.request.silhouettes
-        keypoints = None
-        if job.keypoints is not None:
-            points, confidence = job.keypoints
-            points, confidence = _frames(points, indices), _frames(confidence, indices, 0.0)
-            # A photograph labelled once is labelled wherever the film shows it again.
-            points, confidence, gained = shared_with_repeats(points, confidence, repeated_frames(clip.frames))
-            notes["keypoint_frames_from_repeats"] = gained
-            keypoints = (points, confidence)
-        if job.mediapipe is not None:
-            keypoints = self._mediapipe(job, clip.frames, clip.size, keypoints, report, notes)
-        tracks = None
-        if job.tracks:
-            rows = {j: _frames(points, indices) for j, points in job.tracks.items()}
-            tracks = tracks_evidence(rows, clip.count, job.rig.joint_count)
-        silhouettes = None
-        if source == "background":
-            report(0.06, "separating the subject from the background")
-            silhouettes = background_silhouettes(clip.frames)  # VideoError: no moving subject
-        elif source == "stills":
-            report(0.06, "separating the subject from each frame's surroundings")
-            silhouettes = still_silhouettes(clip.frames)  # VideoError: no subject inside the borders
-        elif source != "none":
-            files = self.files.mask_files(source, "silhouettes")
-            if int(indices[-1]) >= len(files):
-                raise UserError(f"The mask folder {source} has {len(files)} images (one per video "
-                                f"frame from the first), but video frame {int(indices[-1]) + 1} is used.")
-            masks = [self.files.file(files[i], "mask", "silhouettes") for i in indices]
-            silhouettes = mask_silhouettes(masks)
-        horizon = None
-        if silhouettes is not None and source in ("background", "stills"):
-            horizon = horizon_row(clip.frames, silhouettes)
-            horizon = None if horizon is None else horizon * clip.size[1] / clip.frames.shape[1]
-            notes["horizon_row"] = horizon
-        clip.frames = None  # the pixels are not needed any more
-        evidence = combine(clip.size, clip.fps, job.rig.joint_count, keypoints=keypoints, tracks=tracks,
-                           silhouettes=silhouettes, horizon=horizon)
-        return evidence, keypoints
-
-    # ------------------------------------------------------------------ MediaPipe Pose
-    @staticmethod
-    def _mediapipe(job: ExtractJob, frames: np.ndarray, size: tuple[int, int], keypoints: Any,
-                   report: Report, notes: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-        """The keypoints file's points merged with MediaPipe's: the file wins where it has a point."""
-        from ...kirin_addon.video.mediapipe_pose import MediaPipeError, mediapipe_keypoints
-
-        def progress(fraction: float) -> None:  # raises JobCancelled: stops MediaPipe's process
-            report(0.05 + 0.05 * min(max(float(fraction), 0.0), 1.0), "finding the person (MediaPipe Pose)")
-
-        try:
-            points, confidence, notes["mediapipe"] = mediapipe_keypoints(
-                frames, job.rig, size, joints=job.mediapipe, progress=progress)
-        except MediaPipeError as exc:
-            raise UserError(str(exc)) from None
-        if keypoints is not None:
-            given = keypoints[1] > 0
-            points = np.where(given[..., None], keypoints[0], points)
-            confidence = np.where(given, keypoints[1], confidence)
-        return points, confidence
+        return VideoClip(frames, np.asarray(clip.indices, dtype=np.int64), float(clip.fps), size, count)
 
     # ------------------------------------------------------------------ the inverse-dynamics slot
     @staticmethod
@@ -378,37 +248,8 @@ class ExtractService:
             return None
         return load_or_train_idm
 
-    def _idm_init(self, job: ExtractJob, evidence: Any, report: Report, notes: dict[str, Any]) -> Any:
-        """An initial motion (the fit's start) from the rig's inverse-dynamics model, trained on renders
-        of the rig on first use and cached per rig; None with a note when there is none to use. The
-        model reads silhouettes; its failure (bad masks...) leaves the fit to start from rest."""
-        load = self._idm_api()
-        if load is None:
-            notes["idm"] = "not available: this backend has no inverse-dynamics model (models/video/idm.py)"
-            return None
-        if evidence.silhouettes is None:
-            notes["idm"] = ("not available without silhouettes: use background subtraction or a mask "
-                            "folder")
-            return None
-        report(0.07, "the rig's inverse-dynamics model (trained once per rig: minutes)")
-        started = time.perf_counter()
 
-        def progress(fraction: float, message: str = "") -> None:  # raises JobCancelled
-            report(0.07 + 0.07 * min(max(float(fraction), 0.0), 1.0),
-                   message or "training the rig's inverse-dynamics model")
-
-        try:
-            model = load(job.rig, job.mesh, progress=progress)
-            motion = model.predict(evidence.silhouettes, image_size=evidence.image_size, fps=evidence.fps)
-        except ValueError as exc:  # IDMError: the fit starts from rest instead
-            notes["idm"] = f"not used: {exc}"
-            return None
-        notes["idm"] = {"used": True, "seconds": time.perf_counter() - started,
-                        "model": plain(getattr(model, "card", {}).get("key"))}
-        return motion
-
-
-def _answer(job: ExtractJob, clip: _Clip, fit: Any, evidence: Any, keypoints: Any, notes: dict[str, Any],
+def _answer(job: ExtractJob, clip: VideoClip, fit: Any, evidence: Any, keypoints: Any, notes: dict[str, Any],
             timings: dict[str, float], started: float) -> dict[str, Any]:
     """The job's result: the fitted motion at the scene's frame rate, the reprojection error, the
     camera and a report of what was used."""

@@ -1,21 +1,21 @@
-"""The video fit's rig in torch (models/video/fit.py): forward kinematics of canonical world deltas
-and the capsule proxy the silhouette terms draw."""
+"""The video fit's body in torch (models/video/fitter.py): forward kinematics of canonical world deltas
+and the capsule proxy the silhouette terms draw, of the body the pipeline plans
+(kirin_addon/video/fit_body.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from ...kirin_addon.core.rig import Rig
-from ...kirin_addon.core.skinning import SkinnedMesh
+from ...kirin_addon.video.fit_body import FitBody
 from .. import geometry
 
 
 class Body:
     """The canonical rig as tensors: FK of world deltas, capsule proxy."""
 
-    def __init__(self, canon_rig: Rig, radii: np.ndarray, feet: np.ndarray):
-        rig = canon_rig
+    def __init__(self, body: FitBody):
+        rig, radii, feet = body.rig, body.radii, body.feet
         parents = rig.parents
         self.count = rig.joint_count
         self.main = rig.main_root
@@ -39,7 +39,7 @@ class Body:
         self.foot_heights = t(heads[np.asarray(feet, dtype=np.int64), 2])
         self.rest_heads = heads
         self.rest_rotations = rig.rest_rotations
-        self.trunk = trunk_joint(rig)
+        self.trunk = body.trunk
 
     def positions(self, deltas: torch.Tensor, root: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Heads and tails (…,J,3) of world deltas (…,J,3,3) with the main root at root (…,3)."""
@@ -49,39 +49,7 @@ class Body:
         return heads, tails
 
 
-def trunk_joint(rig: Rig) -> int:
-    """The joint whose turn is the body's: the pelvis the gait controllers find, else the main root."""
-    from ...kirin_addon.generate.rig_roles import RoleError, detect_roles
-
-    try:
-        pelvis = detect_roles(rig).pelvis
-    except RoleError:
-        return rig.main_root
-    return pelvis if pelvis < rig.joint_count else rig.main_root
-
-
 def upright_penalty(rotations: torch.Tensor, free_deg: float) -> torch.Tensor:
     """(…) how far world turns (…,3,3) tip the up axis (+Z) past `free_deg` from the vertical: the
     cosine it lacks, 0 within the free tilt."""
     return torch.relu(float(np.cos(np.radians(free_deg))) - rotations[..., 2, 2])
-
-
-def capsule_radii(rig_c: Rig, frame, mesh: SkinnedMesh | None, share: float) -> np.ndarray:
-    """(J,) capsule radius per bone in canonical units (0: not drawn)."""
-    lengths = rig_c.lengths
-    radii = share * lengths
-    if mesh is not None and mesh.vertex_count:
-        vertices = frame.to_canonical_points(mesh.vertices)
-        weights = np.asarray(mesh.joint_weights, dtype=np.float64)
-        owner = np.take_along_axis(mesh.joint_indices, np.argmax(weights, axis=1)[:, None], 1)[:, 0]
-        weighted = weights.max(axis=1) > 0
-        a, b = rig_c.heads[owner], rig_c.tails[owner]
-        ab = b - a
-        s = np.clip(np.sum((vertices - a) * ab, -1) / np.maximum(np.sum(ab * ab, -1), 1e-12), 0.0, 1.0)
-        distance = np.linalg.norm(vertices - (a + s[:, None] * ab), axis=-1)
-        for j in range(rig_c.joint_count):
-            mine = distance[(owner == j) & weighted]
-            if mine.size >= 4:
-                radii[j] = float(np.median(mine))
-    radii = np.where(rig_c.deform, radii, 0.0)
-    return radii

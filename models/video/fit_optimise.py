@@ -1,22 +1,15 @@
-"""The video fit's optimisation (models/video/fit.py): the rigid heading search, the full epochs over
+"""The video fit's optimisation (models/video/fitter.py): the rigid heading search, the full epochs over
 every rotation, the root path and the body scale, and the Adam they step with."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import torch
 
+from ...kirin_addon.video.fit_config import VideoFitConfig, report_progress
 from .. import geometry
 from .fit_body import upright_penalty
-from .fit_config import VideoFitConfig
 from .fit_problem import Problem
-
-
-def report_progress(progress: Callable[[float], None] | None, value: float) -> None:
-    if progress is not None:
-        progress(float(min(max(value, 0.0), 1.0)))
 
 
 class RootPath:

@@ -1,4 +1,4 @@
-"""The video fit's data terms (models/video/fit.py): keypoint projection, silhouettes and ground, in
+"""The video fit's data terms (models/video/fitter.py): keypoint projection, silhouettes and ground, in
 torch, in the canonical frame, batched over heading hypotheses."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import torch
 
 from ...kirin_addon.core.camera import PinholeCamera
+from ...kirin_addon.video.fit_config import VideoFitConfig
+from ...kirin_addon.video.fit_evidence import FitEvidence
 from .fit_body import Body
-from .fit_config import VideoFitConfig
-from .fit_evidence import FitEvidence
 from .fit_silhouettes import Silhouettes
 
 

@@ -1,4 +1,4 @@
-"""The video fit's silhouette terms (models/video/fit.py): the masks on per-frame crops, their
+"""The video fit's silhouette terms (models/video/fitter.py): the masks on per-frame crops, their
 distance transforms, and the soft capsule silhouette compared with them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .fit_config import VideoFitConfig
+from ...kirin_addon.video.fit_config import VideoFitConfig
 
 
 class Silhouettes:

@@ -268,8 +268,8 @@ class IDM:
 
         `camera`: the video's PinholeCamera in the rig's armature space (pixels of an image of
         `image_size` = (W,H), default the silhouettes' own size); None assumes `default_camera`
-        (the camera models/video/fit.py estimates). `smoothing`: Gaussian sigma in frames
-        (default the config's)."""
+        (the camera the video fit estimates: kirin_addon/video/fit_start.py). `smoothing`: Gaussian
+        sigma in frames (default the config's)."""
         crops, centres, sides, _, size = crop_sequence(silhouettes, self.config.crop, image_size,
                                                         self.config.mask_threshold)
         frames = len(crops)
@@ -370,10 +370,11 @@ def front_view_rotation() -> np.ndarray:
 def default_camera(rig: Rig, frame: CanonicalFrame, size: tuple[int, int], distance: float = 3.0,
                    elevation_deg: float = 10.0) -> PinholeCamera:
     """The camera assumed when the video's is unknown, as a PinholeCamera in armature space: the
-    one models/video/fit.py estimates — from the creature's side (canonical −X), level but for
-    `elevation_deg` of downward tilt, looking at the rest root, focal max(W, H) px, principal point
-    at the image centre — `distance` body sizes away. So the orientation the IDM reads off the
-    silhouette is the one the fit starts from when it estimates the camera itself."""
+    one the video fit estimates (kirin_addon/video/fit_start.py) — from the creature's side
+    (canonical −X), level but for `elevation_deg` of downward tilt, looking at the rest root, focal
+    max(W, H) px, principal point at the image centre — `distance` body sizes away. So the orientation
+    the IDM reads off the silhouette is the one the fit starts from when it estimates the camera
+    itself."""
     width, height = size
     target = frame.to_canonical_points(rig.heads[rig.main_root])
     elevation = np.radians(elevation_deg)

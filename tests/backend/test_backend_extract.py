@@ -35,14 +35,14 @@ def files(tmp_path_factory):
 
 @pytest.fixture
 def fake_fit(monkeypatch):
-    """models.video.fit.fit_motion replaced by a rest pose that records the evidence it was given (the
-    backend runs in this process: the job imports the function when it runs)."""
-    from kirin.models.video import fit as video_fit
-    from kirin.models.video.fit_config import VideoFitResult
+    """The video pipeline's fit (kirin_addon/video/pipeline.py) replaced by a rest pose that records the
+    evidence, settings and start it was given (the backend runs in this process)."""
+    from kirin.kirin_addon.video.fit_config import VideoFitResult
+    from kirin.kirin_addon.video.pipeline import VideoPipeline
 
     seen: dict = {}
 
-    def fit(rig, evidence, mesh=None, config=None, init=None, camera=None, progress=None):
+    def fit(self, rig, evidence, mesh=None, config=None, init=None, camera=None, progress=None):
         seen.update(evidence=evidence, mesh=mesh, config=config, init=init)
         for k in range(5):
             progress(k / 4)
@@ -51,7 +51,7 @@ def fake_fit(monkeypatch):
         error = np.zeros(evidence.frame_count)
         return VideoFitResult(motion, None, 1.0, error, 0.01, {"fake": True})
 
-    monkeypatch.setattr(video_fit, "fit_motion", fit)
+    monkeypatch.setattr(VideoPipeline, "fit", fit)
     return seen
 
 
@@ -153,7 +153,7 @@ def test_the_inverse_dynamics_start_is_used_or_said_to_be_unavailable(client, fi
 def test_the_gait_starts_the_fit_at_the_video_s_stride_or_says_why_not(client, files, fake_fit, monkeypatch):
     from kirin.kirin_addon.eval import footage
     from kirin.kirin_addon.library.families.build import build_creature
-    from kirin.models.video.fit_config import VideoFitConfig
+    from kirin.kirin_addon.video.fit_config import VideoFitConfig
 
     creature = build_creature("quadruped", 3)
     rig = creature.rig

@@ -1,5 +1,5 @@
-"""Video → motion (issue 8, part 3): the sequence optimisation of models/video/fit.py and the camera
-of kirin_addon/core/camera.py.
+"""Video → motion (issue 8, part 3): the video pipeline of kirin_addon/video/pipeline.py given the torch
+optimisation of models/video/fitter.py, and the camera of kirin_addon/core/camera.py.
 
 Ground truth: a procedural cow (quadruped 3, 36 joints) rearing up (controllers' "rear_up", far from
 the rest pose the fit starts from), filmed by a known camera: keypoints are its projected joint
@@ -25,8 +25,11 @@ from kirin.kirin_addon.library.controllers.dispatch import generate
 from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.library.render import Camera, rasterize
 from kirin.kirin_addon.video.evidence import Evidence2D
-from kirin.models.video.fit import fit_motion
-from kirin.models.video.fit_config import VideoFitConfig, VideoFitError, VideoFitResult
+from kirin.kirin_addon.video.fit_config import VideoFitConfig, VideoFitError, VideoFitResult
+from kirin.kirin_addon.video.pipeline import VideoPipeline
+from kirin.models.video.fitter import TorchVideoFitter
+
+fit_motion = VideoPipeline(TorchVideoFitter()).fit
 
 FRAMES = 20
 SIZE = 160
@@ -236,8 +239,8 @@ def test_a_real_film_with_poor_silhouettes_keeps_the_body_upright():
     from kirin.kirin_addon.core.rotations import quat_to_matrix
     from kirin.kirin_addon.eval.footage import body_tilt
     from kirin.kirin_addon.video.evidence import combine
+    from kirin.kirin_addon.video.fit_body import trunk_joint
     from kirin.kirin_addon.video.silhouettes import background_silhouettes
-    from kirin.models.video.fit_body import trunk_joint
 
     clip, asset = _bison_and_bull(120)
     height, width = clip.frames.shape[1:3]
@@ -289,7 +292,7 @@ def test_foot_controls_go_with_their_legs_and_the_feet_stand_on_the_footage_s_gr
 
 def test_facing_bars_the_headings_that_look_the_other_way():
     from kirin.kirin_addon.core.rotations import yaw_matrix
-    from kirin.models.video.fit import _facing_barred
+    from kirin.kirin_addon.video.fit_start import facing_barred as _facing_barred
 
     camera = PinholeCamera.look_at((-5.0, 0.0, 1.0), (0.0, 0.0, 1.0), (0.0, 0.0, 1.0), 100.0, (50.0, 50.0))
     yaws = np.arange(8) * np.pi / 4
@@ -306,3 +309,70 @@ def test_facing_bars_the_headings_that_look_the_other_way():
     facing_away, facing_us = np.flatnonzero(~away[0]).tolist(), np.flatnonzero(~toward[0]).tolist()
     assert sorted(facing_away + facing_us) == [1, 2, 3, 5, 6, 7]
     assert len(np.flatnonzero(~away[0])) == 3 and not (~away[0] & ~toward[0]).any()
+
+
+# ---------------------------------------------------------------------------- the engine's share
+def test_the_working_masks_are_torch_s_area_interpolation_to_the_bit():
+    """The pipeline shrinks the silhouettes in numpy (kirin_addon/video/fit_evidence.py); the fit used
+    torch's area interpolation, and the camera, the root path and the data terms read these masks."""
+    import torch
+    import torch.nn.functional as F
+
+    from kirin.kirin_addon.video.fit_evidence import area_downsample
+
+    rng = np.random.default_rng(0)
+    for trial in range(40):
+        h, w = (int(v) for v in rng.integers(9, 400, 2))
+        factor = rng.uniform(0.05, 1.0)
+        size = (max(1, round(h * factor)), max(1, round(w * factor)))
+        masks = rng.random((2, h, w)).astype(np.float32)
+        if trial % 2:
+            masks = (masks > 0.6).astype(np.float32)
+        expected = F.interpolate(torch.from_numpy(masks)[:, None], size=size, mode="area")[:, 0].numpy()
+        assert np.array_equal(area_downsample(masks, size), expected), (h, w, size)
+
+
+def test_the_pipeline_hands_its_fitter_plain_arrays(scene):
+    """The pipeline plans (body, camera, root paths, headings) and maps back; its fitter only poses the
+    body and optimises, plain numpy arrays crossing both ways: the heading search on a subset of frames,
+    its winner on every frame, then the full fit from the winner."""
+    from kirin.kirin_addon.video.fit_protocol import FitStart, RigidTask
+
+    creature, motion, camera, truth, _ = scene
+    torch_fitter = TorchVideoFitter()
+    calls = []
+
+    class Recorded:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            value = getattr(self.inner, name)
+            if not callable(value):
+                return value
+
+            def call(*args, **kwargs):
+                calls.append((name, args, kwargs))
+                out = value(*args, **kwargs)
+                return Recorded(out) if name in ("body", "problem") else out
+
+            return call
+
+    config = VideoFitConfig(epochs=1, steps_per_epoch=3, rigid_steps=6, init_yaws=2, rigid_frames=4)
+    evidence = full_evidence(truth)
+    recorded = VideoPipeline(Recorded(torch_fitter)).fit(creature.rig, evidence, mesh=creature.mesh,
+                                                          camera=camera, config=config)
+    direct = fit_motion(creature.rig, evidence, mesh=creature.mesh, camera=camera, config=config)
+    assert np.array_equal(recorded.motion.rotations, direct.motion.rotations)
+    assert np.array_equal(recorded.motion.root_positions, direct.motion.root_positions)
+    names = [name for name, _, _ in calls]
+    assert names[:2] == ["body", "problem"] and names[-3:] == ["rigid", "rigid", "fit"]
+    assert set(names[2:-3]) == {"pose"}  # the root path of each heading the start has none for
+    search, refine = (args[0] for name, args, _ in calls if name == "rigid")
+    assert isinstance(search, RigidTask) and search.turns6.shape == (2, 4, 6) and search.score
+    assert refine.frames is None and refine.turns6.shape == (1, FRAMES, 6) and not refine.score
+    start = calls[-1][1][0]
+    assert isinstance(start, FitStart) and start.root.shape == (FRAMES, 3) and start.fit_scale
+    for _, args, kwargs in calls:
+        for value in [*args, *kwargs.values()]:
+            assert not type(value).__module__.startswith("torch")

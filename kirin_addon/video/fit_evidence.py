@@ -1,5 +1,5 @@
 """The video fit's evidence checked and prepared: keypoints with their confidence as weights, the
-silhouettes area-downsampled to the working size (models/video/fit.py)."""
+silhouettes area-downsampled to the working size (kirin_addon/video/pipeline.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
-from ...kirin_addon.core.rig import Rig
+from ..core.rig import Rig
 from .fit_config import VideoFitConfig, VideoFitError
 
 
 @dataclass
 class FitEvidence:
+    """The evidence as the fit reads it (`check_evidence`)."""
+
     size: tuple[int, int]
     fps: float
     points: np.ndarray  # (T,J,2) NaN → 0
@@ -26,6 +26,8 @@ class FitEvidence:
 
 
 def check_evidence(evidence, rig: Rig, config: VideoFitConfig) -> FitEvidence:
+    """`evidence` (an `Evidence2D`: image_size, fps, points, confidence, silhouettes, horizon) checked
+    against the rig, as the fit reads it; VideoFitError with a user-facing message otherwise."""
     try:
         width, height = (int(v) for v in evidence.image_size)
         fps = float(evidence.fps)
@@ -71,7 +73,7 @@ def check_evidence(evidence, rig: Rig, config: VideoFitConfig) -> FitEvidence:
         if longest > config.mask_size:
             factor = config.mask_size / longest
             size = (max(1, round(h * factor)), max(1, round(w * factor)))
-            masks = F.interpolate(torch.from_numpy(masks)[:, None], size=size, mode="area")[:, 0].numpy()
+            masks = area_downsample(masks, size)
         mask_scale = masks.shape[2] / width
         if not np.any(masks.reshape(frames, -1).max(1) > 0.5):
             masks = None  # silhouettes without a subject say nothing
@@ -81,3 +83,28 @@ def check_evidence(evidence, rig: Rig, config: VideoFitConfig) -> FitEvidence:
     horizon = getattr(evidence, "horizon", None)
     horizon = float(horizon) if horizon is not None and math.isfinite(float(horizon)) else None
     return FitEvidence((width, height), fps, points, weights, masks, mask_scale, horizon)
+
+
+def area_downsample(masks: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """(T,h,w) float32 → (T,*size): each output pixel the mean of the input pixels its window covers,
+    rows [⌊i·h/H⌋, ⌈(i+1)·h/H⌉) by columns likewise — adaptive average pooling, summed in float32 row by
+    row then divided by the window's height and width, the order torch's area interpolation sums in (the
+    fit's working masks were made by it: the same bits)."""
+    masks = np.asarray(masks, dtype=np.float32)
+    height, width = masks.shape[1:]
+    rows, row_counts = _windows(height, size[0])
+    cols, col_counts = _windows(width, size[1])
+    total = np.zeros((masks.shape[0], size[0], size[1]), np.float32)
+    for dy in range(int(row_counts.max())):
+        band = masks[:, np.minimum(rows + dy, height - 1)]
+        for dx in range(int(col_counts.max())):
+            inside = (dy < row_counts)[:, None] & (dx < col_counts)[None, :]
+            total = np.where(inside, total + band[:, :, np.minimum(cols + dx, width - 1)], total)
+    return total / row_counts[:, None].astype(np.float32) / col_counts[None, :].astype(np.float32)
+
+
+def _windows(length: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first input index and the size of each of `count` adaptive pooling windows over `length`."""
+    index = np.arange(count)
+    first = index * length // count
+    return first, ((index + 1) * length + count - 1) // count - first

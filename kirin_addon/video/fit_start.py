@@ -1,30 +1,37 @@
-"""The video fit's starting point (models/video/fit.py): the root path from the evidence and, where
-no camera is given, the estimated camera."""
+"""The video fit's starting point (kirin_addon/video/pipeline.py): the starts' poses in the canonical
+frame, the estimated camera where none is given, the root path the evidence shows, and the headings a
+user's "facing" rules out."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import torch
 
-from ...kirin_addon.core.camera import PinholeCamera
-from ...kirin_addon.video.ground import contact_row
-from .fit_body import Body
+from ..core.camera import PinholeCamera
+from ..core.canonical import CanonicalFrame
+from ..core.motion import Motion, world_deltas
+from ..core.rig import Rig
+from ..core.rotations import quat_to_matrix, yaw_matrix
+from .fit_body import FitBody
 from .fit_config import VideoFitConfig
 from .fit_evidence import FitEvidence
-from .fit_problem import Problem
+from .ground import contact_row
 
 
-def initial_root_path(problem: Problem, body: Body, deltas0: np.ndarray, camera_c: PinholeCamera,
-                       scale: float) -> np.ndarray:
-    """(T,3) canonical root path from the evidence (see the module docstring)."""
-    ev = problem.ev
+def start_deltas(rig: Rig, frame: CanonicalFrame, starts: list[Motion], frames: int) -> np.ndarray:
+    """(P,T,J,3,3) canonical world deltas of each start (the rest pose when there is none)."""
+    if not starts:
+        return np.broadcast_to(np.eye(3), (1, frames, rig.joint_count, 3, 3)).copy()
+    return np.stack([frame.to_canonical_rotations(quat_to_matrix(world_deltas(rig, start)))
+                     for start in starts])
+
+
+def initial_root_path(ev: FitEvidence, body: FitBody, heads: np.ndarray, tails: np.ndarray,
+                      camera_c: PinholeCamera, scale: float) -> np.ndarray:
+    """(T,3) canonical root path from the evidence, for a pose whose joint heads and tails (T,J,3) with
+    the main root at the origin are given (kirin_addon/video/pipeline.py: global translation)."""
     frames = ev.points.shape[0]
-    with torch.no_grad():
-        heads, tails = body.positions(torch.as_tensor(deltas0, dtype=torch.float32),
-                                      torch.zeros(frames, 3))
-    heads, tails = heads.numpy().astype(np.float64), tails.numpy().astype(np.float64)
     centre2d = np.full((frames, 2), np.nan)
     spread2d = np.full(frames, np.nan)
     offset3d = np.zeros((frames, 3))
@@ -45,7 +52,7 @@ def initial_root_path(problem: Problem, body: Body, deltas0: np.ndarray, camera_
             c = pix.mean(0)
             centre2d[t] = c
             spread2d[t] = np.sqrt(((pix - c) ** 2).sum(-1).mean())
-            drawn = body.drawn.numpy()
+            drawn = body.drawn
             axis = np.concatenate([heads[t, drawn], tails[t, drawn]])
             c3 = axis.mean(0)
             offset3d[t] = c3
@@ -78,10 +85,11 @@ def initial_root_path(problem: Problem, body: Body, deltas0: np.ndarray, camera_
     return world - offset3d
 
 
-def estimate_camera(ev: FitEvidence, body: Body, config: VideoFitConfig) -> tuple[PinholeCamera, bool]:
+def estimate_camera(ev: FitEvidence, body: FitBody, floor: float,
+                    config: VideoFitConfig) -> tuple[PinholeCamera, bool]:
     """A camera for footage without one, and whether the footage's own ground placed it (the horizon and
-    the row the subject stands on: `_camera_on_the_ground`); else level with `camera_elevation_deg` of
-    tilt, as far away as makes the rig's size the evidence's."""
+    the row the subject stands on: `_camera_on_the_ground`, `floor` the feet's rest height); else level
+    with `camera_elevation_deg` of tilt, as far away as makes the rig's size the evidence's."""
     width, height = ev.size
     focal = float(config.focal) if config.focal else float(max(width, height))
     extents = []
@@ -102,7 +110,7 @@ def estimate_camera(ev: FitEvidence, body: Body, config: VideoFitConfig) -> tupl
     distance = focal * max(body_extent, 1e-3) / max(extent, 1.0)
     target = body.rest_heads[body.main].copy()
     centre = np.array([width / 2.0, height / 2.0])
-    grounded = _camera_on_the_ground(ev, body, focal, distance, target)
+    grounded = _camera_on_the_ground(ev, body, floor, focal, distance, target)
     if grounded is not None:
         return grounded, True
     elevation = math.radians(config.camera_elevation_deg)
@@ -113,13 +121,13 @@ def estimate_camera(ev: FitEvidence, body: Body, config: VideoFitConfig) -> tupl
 MIN_GROUND_ANGLE_DEG = 1.0  # the contact row below the horizon by less: the camera's height is unknown
 
 
-def _camera_on_the_ground(ev: FitEvidence, body: Body, focal: float, distance: float,
+def _camera_on_the_ground(ev: FitEvidence, body: FitBody, floor: float, focal: float, distance: float,
                           target: np.ndarray) -> PinholeCamera | None:
     """The camera the footage shows (None where it does not): tilted so that the horizon lies on the
     row the video shows it on (kirin_addon/video/ground.py), and as high above the rig's floor as makes
-    the silhouettes' contact row (where the feet meet the ground) the floor at `distance`. Level, on the
+    the silhouettes' contact row (where the feet meet the ground) the `floor` at `distance`. Level, on the
     rig's side, looking across its rest root."""
-    if ev.horizon is None or ev.masks is None or not body.feet.numel():
+    if ev.horizon is None or ev.masks is None or not body.feet.size:
         return None
     width, height = ev.size
     contact = contact_row(ev.masks, height)
@@ -130,7 +138,26 @@ def _camera_on_the_ground(ev: FitEvidence, body: Body, focal: float, distance: f
     below = down + math.atan2(contact - centre[1], focal)  # the contact row's angle below the horizontal
     if below < math.radians(MIN_GROUND_ANGLE_DEG):
         return None
-    floor = float(body.foot_heights.mean())
     eye = np.array([target[0] - distance, target[1], floor + distance * math.tan(below)])
     ahead = eye + np.array([1.0, 0.0, -math.tan(down)])
     return PinholeCamera.look_at(eye, ahead, (0.0, 0.0, 1.0), focal, centre)
+
+
+_FACING_SHARE = 0.5  # of the forward axis that must point that way in the camera's frame
+
+
+def facing_barred(facing: str | None, yaws: np.ndarray, trunk0: np.ndarray,
+                  camera_c: PinholeCamera) -> np.ndarray:
+    """(P,Y) bool: the hypotheses (start p turned to heading y) whose body at the first frame does not
+    face as the user said (`facing` None: none barred; a silhouette cannot tell its front from its
+    back: a bison's massive forequarters look like a bull's rump). `trunk0` (P,3,3): each start's
+    trunk turn at its first frame."""
+    barred = np.zeros((len(trunk0), len(yaws)), bool)
+    if facing is None:
+        return barred
+    forward = np.einsum("yab,pbc,c->pya", yaw_matrix(yaws), trunk0, np.array([0.0, -1.0, 0.0]))
+    seen = forward @ camera_c.rotation.T  # in the camera's frame: x right, z away
+    x, z = seen[..., 0], seen[..., 2]
+    along = {"right": x, "left": -x, "toward": -z, "away": z}[facing]
+    barred = along < _FACING_SHARE
+    return np.zeros_like(barred) if barred.all() else barred

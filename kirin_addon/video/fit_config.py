@@ -1,14 +1,15 @@
-"""What the video fit (models/video/fit.py) takes and gives: its settings, its result and the
-error it raises for input it cannot work with."""
+"""What the video fit (kirin_addon/video/pipeline.py) takes and gives: its settings, its result, the
+error it raises for input it cannot work with, and its progress callback."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...kirin_addon.core.camera import PinholeCamera
-from ...kirin_addon.core.motion import Motion
+from ..core.camera import PinholeCamera
+from ..core.motion import Motion
 
 
 class VideoFitError(ValueError):
@@ -17,7 +18,7 @@ class VideoFitError(ValueError):
 
 @dataclass
 class VideoFitConfig:
-    # Schedule: `epochs` × `steps_per_epoch` full-sequence Adam steps (see the module docstring).
+    # Schedule: `epochs` × `steps_per_epoch` full-sequence Adam steps (models/video/fitter.py).
     epochs: int = 20
     steps_per_epoch: int = 30
     lr: float = 1e-3  # 6D rotations (the issue's Adam lr)
@@ -81,3 +82,9 @@ class VideoFitResult:
     reprojection_px: np.ndarray  # (T,) mean px error of joints with evidence (NaN: none that frame)
     seconds: float
     report: dict = field(default_factory=dict)
+
+
+def report_progress(progress: Callable[[float], None] | None, value: float) -> None:
+    """Tell `progress` (when given) how far the fit is, clamped to [0, 1]; what it raises stops the fit."""
+    if progress is not None:
+        progress(float(min(max(value, 0.0), 1.0)))
