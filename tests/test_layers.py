@@ -25,8 +25,9 @@ ENGINE_RANKS = {
     "core": 0,
     "io": 1, "retarget": 1, "eval": 1,
     "library": 2,
-    "generate": 3, "bind": 3, "pose": 3, "video": 3,
-    "backend": 4,
+    "generate": 3, "bind": 3, "pose": 3,
+    "video": 4,  # its pipeline starts the fit from the rig's gait (generate/gait_cycle, rig_roles)
+    "backend": 5,
 }
 # The networks' packages: shared modules at the top of models/ (geometry, layers, diffusion…) lowest.
 MODEL_RANKS = {"": 0, "data": 1, "motion": 2, "pose": 2, "bind": 2, "video": 3, "eval": 3, "server": 4}
