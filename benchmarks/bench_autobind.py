@@ -10,7 +10,7 @@ procedural creatures of both families, whose skeleton is known exactly):
    --frames poses: frames spread over its clips, or seeded random poses of up to 35° per bone
    when it has none (modular humanoids, procedural creatures). That is the ground truth;
 2. strip rig and weights (`headless_bind.strip_rig`); fit the template on all meshes joined
-   (`fit_template`: the fit needs the whole body) and build the fitted armature in Blender
+   (`BindPipeline.fit`: the fit needs the whole body) and build the fitted armature in Blender
    (`scene_io.create_armature`);
 3. skin the meshes on that one fitted armature six ways: Kirin's robust transfer and Kirin's
    10-NN from the fitted template mesh (cut to 4 influences, on the joined mesh, as Auto-Bind
@@ -96,7 +96,7 @@ from kirin.operators.headless import bind as headless_bind  # noqa: E402
 from kirin.operators.headless import common as headless  # noqa: E402
 
 if TYPE_CHECKING:  # torch is imported only when fitting
-    from kirin.models.bind.template_fit import FitResult
+    from kirin.kirin_addon.bind.pipeline import FitResult
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ASSETS = ROOT.parent / "shared" / "assets"
@@ -243,10 +243,11 @@ def record_subject(name: str, source, frames: int, rng: np.random.Generator) -> 
 
 # --------------------------------------------------------------------------- 2. fit
 def fit_skeleton(subject: Subject, family: str | None) -> Fitted:
-    from kirin.models.bind.template_fit import fit_template  # torch: only when fitting
+    from kirin.kirin_addon.bind.pipeline import BindPipeline
+    from kirin.models.bind.template_fit import TorchTemplateFitter  # torch: only when fitting
 
     start = time.perf_counter()
-    fit = fit_template(subject.vertices, subject.triangles, family)
+    fit = BindPipeline(TorchTemplateFitter()).fit(subject.vertices, subject.triangles, family)
     seconds = time.perf_counter() - start
     arm = scene_io.create_armature(fit.rig, "Kirin Rig")
     rig = scene_io.read_rig(arm)
@@ -293,16 +294,17 @@ def heat_skin(subject: Subject, fitted: Fitted, method: str) -> Skin:
 def learned_skin(subject: Subject, fitted: Fitted) -> Skin:
     """Auto-Bind's "learned" weights: bone heat, the robust transfer and their blend re-weighed by the
     shipped network (models/bind/learned_weights.py), cut to 4 influences."""
+    from kirin.kirin_addon.bind.pipeline import learned_weights
     from kirin.kirin_addon.bind.skin_weights import to_sparse
     from kirin.kirin_addon.bind.weight_transfer import TransferConfig, transfer_weights
-    from kirin.models.bind.learned_weights import learned_weights
+    from kirin.models.bind.learned_weights import WeightNetwork
 
     fit = fitted.fit
     start = time.perf_counter()
     transferred = transfer_weights(fit.template_vertices, fit.template_triangles, fitted.template_weights,
                                    subject.vertices, subject.triangles,
                                    TransferConfig(method="robust")).weights
-    result = learned_weights(subject.vertices, subject.triangles, fitted.rig, transferred,
+    result = learned_weights(subject.vertices, subject.triangles, fitted.rig, transferred, WeightNetwork(),
                              support.MAX_INFLUENCES)
     indices, values = to_sparse(result.weights, support.MAX_INFLUENCES)
     info = {"heat_seconds": result.heat.stats["seconds"]["total"]}

@@ -2,7 +2,7 @@
 
 Every rig that has authored clips (the Khronos Fox, CesiumMan, the Luanti spider, the Quaternius
 animals, dinosaurs, fish, mechs, ... as ingested .npz clips) is brought to the prior
-(`PosePrior.prepare`) and its clip frames become its "data poses" (`pose_from_motion` on every
+(`PosePipeline.prepare`) and its clip frames become its "data poses" (`pose_from_motion` on every
 frame, heading frame); its joint limits are the widest angles those poses reach
 (`JointLimits.from_poses`). A drag is a data pose with one end effector (a leaf with at least two
 joints above it) moved 5–25 % of body size in a random direction. Sections (--sections):
@@ -79,6 +79,8 @@ from kirin.kirin_addon.core.rotations import (
 )
 from kirin.kirin_addon.eval.distributions import frechet_distance
 from kirin.kirin_addon.io.clip import Clip, load_clip
+from kirin.kirin_addon.pose.pipeline import ROOT_STIFFNESS, PosePipeline, ProjectOptions
+from kirin.kirin_addon.pose.posed import Pose, PosedRig, pose_from_motion, pose_to_motion
 from kirin.kirin_addon.pose.space import (
     Handle,
     JointLimits,
@@ -89,16 +91,7 @@ from kirin.kirin_addon.pose.space import (
     solve_handles,
 )
 from kirin.models.pose.data import HELDOUT_SOURCES
-from kirin.models.pose.sampler import (
-    DEFAULT_POSE_MODEL,
-    ROOT_STIFFNESS,
-    Pose,
-    PosedRig,
-    PosePrior,
-    ProjectOptions,
-    pose_from_motion,
-    pose_to_motion,
-)
+from kirin.models.pose.sampler import DEFAULT_POSE_MODEL, PosePrior
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLIPS = Path("/tmp/real")
@@ -229,7 +222,7 @@ def training_status(names: list[str], clips: dict[str, list[Clip]], bank: Path |
     return out
 
 
-def load_rigs(prior: PosePrior, folder: Path, only: list[str] | None, bank: Path | None) -> list[RigData]:
+def load_rigs(prior: PosePipeline, folder: Path, only: list[str] | None, bank: Path | None) -> list[RigData]:
     groups = {n: p for n, p in clip_files(folder).items() if matches(n, only)}
     clips = {n: [load_clip(p) for p in paths] for n, paths in groups.items()}
     status = training_status(sorted(clips), clips, bank)
@@ -250,7 +243,7 @@ def load_rigs(prior: PosePrior, folder: Path, only: list[str] | None, bank: Path
     return rigs
 
 
-def rest_pose_rigs(prior: PosePrior, assets: Path, only: list[str] | None, known: set[str],
+def rest_pose_rigs(prior: PosePipeline, assets: Path, only: list[str] | None, known: set[str],
                    bank: Path | None) -> list[RigData]:
     """Rig files under `assets` that have no clips (e.g. Quaternius' modular humanoids), imported with
     Blender's importers: their rest pose is where drags start (latency only)."""
@@ -326,7 +319,7 @@ def known_ranges(rd: RigData, start: int, keys: tuple[int, ...] = ()) -> JointLi
     return JointLimits.from_poses(rd.skeleton, rd.deltas[chosen])
 
 
-def run_drags(prior: PosePrior, rd: RigData, drags: list[Drag]) -> dict:
+def run_drags(prior: PosePipeline, rd: RigData, drags: list[Drag]) -> dict:
     """Each drag projected (timed) by the prior alone and keeping to the rig's known ranges, and
     the plain IK it starts from timed on its own."""
     skeleton = rd.skeleton
@@ -611,7 +604,7 @@ def report_plausibility(rows: list[dict]) -> dict:
 
 
 # --------------------------------------------------------------------------- 3. FSD
-def fsd_row(prior: PosePrior, rd: RigData, samples: int, seed: int) -> dict:
+def fsd_row(prior: PosePipeline, rd: RigData, samples: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     skeleton = rd.skeleton
     data = normalised_positions(skeleton, rd.deltas)
@@ -705,7 +698,7 @@ def path_measures(rd: RigData, path: list[Pose], truth: list[Pose] | None) -> di
             "max_step": float(step.max())}
 
 
-def walk_row(prior: PosePrior, rd: RigData, pairs: list[tuple[int, int, str]]) -> list[dict]:
+def walk_row(prior: PosePipeline, rd: RigData, pairs: list[tuple[int, int, str]]) -> list[dict]:
     """One row per kind of pair ("within" a clip, "across" clips)."""
     rows = []
     for kind in ("within", "across"):
@@ -799,7 +792,7 @@ def seed_of(name: str, seed: int) -> int:
     return zlib.crc32(name.encode()) + seed
 
 
-def measure_rig(prior: PosePrior, rd: RigData, args: argparse.Namespace, wanted: set[str],
+def measure_rig(prior: PosePipeline, rd: RigData, args: argparse.Namespace, wanted: set[str],
                 rows: dict[str, list[dict]]) -> None:
     """Every wanted section's row for one rig (a rest-pose rig gets latency only)."""
     seed = seed_of(rd.name, args.seed)
@@ -851,8 +844,9 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     started = time.perf_counter()
     torch.set_num_threads(1)  # as the backend runs it; two threads on two busy cores only thrash
-    prior = PosePrior.load(args.model, backend=args.backend)
-    backend = type(prior.net).__name__
+    network = PosePrior.load(args.model, backend=args.backend)
+    prior = PosePipeline(network)
+    backend = type(network.net).__name__
     clips = Path(args.clips)
     if not clip_files(clips) or not any(matches(n, args.rigs) for n in clip_files(clips)):
         clips = ingest_assets(Path(args.assets), args.rigs)
@@ -860,10 +854,10 @@ def main(argv: list[str] | None = None) -> dict:
     rigs = load_rigs(prior, clips, args.rigs, bank)
     if "latency" in args.sections and not args.no_blender and Path(args.assets).is_dir():
         rigs += rest_pose_rigs(prior, Path(args.assets), args.rigs, {r.name for r in rigs}, bank)
-    print(f"pose prior {args.model} ({backend}, card step {prior.card.get('step')}); {len(rigs)} rigs from "
+    print(f"pose prior {args.model} ({backend}, card step {network.card.get('step')}); {len(rigs)} rigs from "
           f"{clips}; training status from {bank if bank and bank.is_file() else 'clip metadata'}; "
           f"* = not trained on", flush=True)
-    out: dict = {"model": args.model, "backend": backend, "card_step": prior.card.get("step"),
+    out: dict = {"model": args.model, "backend": backend, "card_step": network.card.get("step"),
                  "clips": str(clips), "rows": {}, "summary": {}}
     wanted = set(args.sections)
     rows: dict[str, list[dict]] = {s: [] for s in SECTIONS}

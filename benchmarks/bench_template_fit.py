@@ -21,10 +21,12 @@ import numpy as np
 import torch
 from scipy.spatial.transform import Rotation
 
+from kirin.kirin_addon.bind.fit_protocol import FitConfig
+from kirin.kirin_addon.bind.pipeline import BindPipeline
 from kirin.kirin_addon.bind.templates import joint_position_error
 from kirin.kirin_addon.core.creature import FAMILIES
 from kirin.kirin_addon.library.families.build import build_creature
-from kirin.models.bind.template_fit import FitConfig, fit_template
+from kirin.models.bind.template_fit import TorchTemplateFitter
 
 
 def random_similarity(seed: int) -> np.ndarray:
@@ -62,7 +64,7 @@ def run_case(family: str, seed: int, detect: bool, config: FitConfig, soup: int 
     if soup:
         vertices, triangles = triangle_soup(vertices, triangles, soup)
     start = time.perf_counter()
-    result = fit_template(vertices, triangles, None if detect else family, config)
+    result = BindPipeline(TorchTemplateFitter()).fit(vertices, triangles, None if detect else family, config)
     seconds = time.perf_counter() - start
     error = joint_position_error(result.creature, result.rig, creature, creature.rig.transformed(matrix))
     return {"family": family, "seed": seed, "species": creature.species, "detected": result.family,

@@ -6,8 +6,9 @@ chosen seed and species, Unreal-style names: `thigh_l`, `spine_02`, readable and
 the medoid build, the one whose role landmarks (`role_chains`, centred on the pelvis, in body
 sizes) lie closest on average to those of 40 others.
 
-The fit itself (torch, it needs autograd) lives in `models/bind/template_fit.py`; everything here is
-numpy so the engine, the benchmark and the tests can use it without torch:
+The fit is planned by Auto-Bind's pipeline (pipeline.py) around its optimisation (torch, it needs
+autograd: `models/bind/template_fit.py`); everything here is numpy so the engine, the benchmark and
+the tests can use it without torch:
 
 - input checks (`check_mesh`) with messages a user can act on;
 - area-weighted, seeded surface sampling that stays bounded on multi-million-vertex meshes;

@@ -20,7 +20,7 @@ from ..core.motion import Motion
 from .space import JointLimits
 
 # How a walk goes from key to key: "guided" (slerp + the prior's correction) or "latent" (ViPS' walk
-# through DDIM-inverted keys, models/pose/sampler.py).
+# through DDIM-inverted keys, pipeline.py).
 WALK_METHODS = ("guided", "latent")
 
 

@@ -1,9 +1,10 @@
 """What the backend runs for Auto-Bind and Transfer Weights: checked requests and the work on them.
 
 Both need scipy (the Laplacian solve of the robust transfer) and Auto-Bind needs torch (the template
-fit), so they run here, never in Blender's Python. As for Generate Motion, a request is checked in
-the HTTP handler (clear 4xx for bad arrays, sizes, options) and the engine's own errors fail the job
-with their message.
+fit), so they run here, never in Blender's Python: Auto-Bind is the engine's pipeline
+(kirin_addon/bind/pipeline.py) given the torch template fitter and the learned weight network. As for
+Generate Motion, a request is checked in the HTTP handler (clear 4xx for bad arrays, sizes, options)
+and the engine's own errors fail the job with their message.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from ...kirin_addon.backend.protocol import ProtocolError, encode_array, rig_to_json
 from ...kirin_addon.backend.protocol_bind import bind_from_json, transfer_from_json, weights_to_json
+from ...kirin_addon.bind.pipeline import BindPipeline
 from ...kirin_addon.bind.request import BindRequest, TransferRequest
 from ...kirin_addon.core.json_values import plain
 from .jobs import Report, UserError, Work
@@ -101,21 +103,20 @@ class BindingService:
                 "seconds": time.perf_counter() - started}
 
     def run_bind(self, job: BindJob, report: Report) -> dict[str, Any]:
-        from ..bind.template_fit import fit_template
-
         started = time.perf_counter()
         request = job.request
+        pipeline = bind_pipeline()
         report(0.0, "fitting the template" if request.family else "finding the template")
         def progress(fraction: float, message: str = "") -> None:  # raises JobCancelled: stops the fit
             report(0.8 * float(fraction), message or "fitting the template")
 
         try:
-            fit = fit_template(request.vertices, request.triangles, request.family, progress=progress)
+            fit = pipeline.fit(request.vertices, request.triangles, request.family, progress=progress)
         except ValueError as exc:
             raise UserError(str(exc)) from exc
         seconds_fit = time.perf_counter() - started
         try:
-            result, method = self._skin(request, fit, job.config, report)
+            result, method = pipeline.skin(request, fit, job.config, report)
         except ValueError as exc:
             raise UserError(str(exc)) from exc
         return {
@@ -130,34 +131,11 @@ class BindingService:
             "seconds": time.perf_counter() - started,
         }
 
-    @staticmethod
-    def _skin(request: BindRequest, fit: Any, config: Any, report: Report) -> tuple[Any, str]:
-        """The mesh's weights for the fitted rig, by the request's `weights`, and the method's name.
 
-        Masks: transfer's own; for the heat sets, matched = heated by its nearest visible bone,
-        inpainted = only diffused to, fallback = a piece no bone is visible from."""
-        from ...kirin_addon.bind.heat_weights import PRIOR_WEIGHT, HeatConfig, rig_heat_weights
-        from ...kirin_addon.bind.weight_transfer import TransferResult, transfer_weights
-        from ..bind.learned_weights import learned_weights
+def bind_pipeline() -> BindPipeline:
+    """Auto-Bind's pipeline given the torch template fitter and the shipped weight network (both
+    imported here, on the first bind: torch is not needed before)."""
+    from ..bind.learned_weights import WeightNetwork
+    from ..bind.template_fit import TorchTemplateFitter
 
-        result = None
-        if request.weights != "heat":  # bone heat alone needs no template weights
-            report(0.8, "transferring the template's skin weights")
-            result = transfer_weights(fit.template_vertices, fit.template_triangles, fit.template_weights,
-                                      request.vertices, request.triangles, config)
-        if request.weights == "transfer":
-            return result, config.method
-        if request.weights == "learned":
-            report(0.85, "computing bone heat and the learned weights")
-            learned = learned_weights(request.vertices, request.triangles, fit.rig, result.weights,
-                                      config.max_influences)
-            heat = learned.heat
-            masks = (heat.heated, ~heat.heated, heat.blind)
-            return TransferResult(learned.weights, *masks, heat.stats), "learned"
-        report(0.9, "computing bone-heat weights")
-        prior = result.weights if request.weights == "blend" else None
-        heat_config = HeatConfig(prior_weight=PRIOR_WEIGHT if prior is not None else 0.0,
-                                 max_influences=config.max_influences)
-        heat = rig_heat_weights(request.vertices, request.triangles, fit.rig, prior, heat_config)
-        method = "heat" if prior is None else f"heat+{config.method}"
-        return TransferResult(heat.weights, heat.heated, ~heat.heated, heat.blind, heat.stats), method
+    return BindPipeline(TorchTemplateFitter(), WeightNetwork())

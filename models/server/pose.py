@@ -1,6 +1,7 @@
 """What the backend runs for Pose Space: the pose prior (ViPS, models/pose/sampler.py), loaded on first
-use, and the three synchronous operations the add-on's pose tools call — project a dragged pose,
-sample plausible poses, walk the pose space between keyposes.
+use and given to the engine's pipeline (kirin_addon/pose/pipeline.py), and the three synchronous
+operations the add-on's pose tools call — project a dragged pose, sample plausible poses, walk the
+pose space between keyposes.
 
 A drag sends one projection per mouse move, so none of this is a job: the request is decoded and
 checked by protocol_pose.py (a clear 4xx naming the field), the rig's prepared form comes from a small
@@ -39,6 +40,8 @@ from ...kirin_addon.backend.protocol_pose import (
 from ...kirin_addon.core.motion import Motion
 from ...kirin_addon.core.rig import Rig
 from ...kirin_addon.core.skinning import SkinnedMesh
+from ...kirin_addon.pose.pipeline import PosePipeline, ProjectOptions
+from ...kirin_addon.pose.posed import Pose, PosedRig, pose_from_motion, pose_to_motion, target_to_canonical
 from .generate import rig_key
 from .jobs import JobError
 
@@ -64,7 +67,7 @@ def mesh_key(mesh: SkinnedMesh) -> str:
 
 
 class PoseService:
-    """The pose prior, loaded on first use, and the project / sample / walk operations.
+    """The pose prior, loaded on first use, its pipeline and the project / sample / walk operations.
 
     `encoder` returns the text encoder the motion model already holds (for joint-name embeddings),
     or None while there is none (the prior then runs without names, as it was trained to a fifth
@@ -82,6 +85,7 @@ class PoseService:
         self.backend_request = backend
         self.encoder = encoder
         self.model: Any = None  # the PosePrior once loaded
+        self._pipeline: Any = None  # the PosePipeline given the loaded prior
         self.backend: str | None = None  # "onnxruntime" or "torch" once loaded
         self.load_seconds: float | None = None
         self._load_lock = threading.Lock()
@@ -118,8 +122,14 @@ class PoseService:
                     ) from None
                 self.backend = "onnxruntime" if type(model.net).__name__ == "OnnxDenoiser" else "torch"
                 self.load_seconds = time.perf_counter() - started
+                self._pipeline = PosePipeline(model)
                 self.model = model
         return self.model
+
+    def pipeline(self) -> PosePipeline:
+        """Pose Space's pipeline given the loaded prior (loaded now on first use); 503 when there is none."""
+        self.prior()
+        return self._pipeline  # set with the model
 
     def info(self) -> dict[str, Any]:
         return {
@@ -175,16 +185,16 @@ class PoseService:
 
         return np.asarray(encoder.encode_sentences([name_words(n) for n in rig.names]), np.float32)
 
-    def prepared(self, rig: Rig, mesh: SkinnedMesh | None, key: str | None) -> Any:
+    def prepared(self, rig: Rig, mesh: SkinnedMesh | None, key: str | None) -> PosedRig:
         """The rig's PosedRig, cached per rig, mesh and whether names were embedded."""
-        prior = self.prior()
+        pipeline = self.pipeline()
         named = self.encoder is not None and self.encoder() is not None
         cache_key = (rig_key(rig, None), key, named)
         with self._cache_lock:
             if cache_key in self._rigs:
                 self._rigs.move_to_end(cache_key)
                 return self._rigs[cache_key]
-        posed = prior.prepare(rig, mesh, self._names(rig) if named else None)
+        posed = pipeline.prepare(rig, mesh, self._names(rig) if named else None)
         with self._cache_lock:
             self._rigs[cache_key] = posed
             while len(self._rigs) > POSE_RIG_CACHE:
@@ -195,21 +205,14 @@ class PoseService:
     def project(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/pose/project: the plausible pose nearest the current one whose `targets` joints
         reach their (armature-space) points with `pins` kept where they are."""
-        from ..pose.sampler import (
-            ProjectOptions,
-            pose_from_motion,
-            pose_to_motion,
-            target_to_canonical,
-        )
-
         started = time.perf_counter()
         rig, mesh, key = self._rig_and_mesh(body)
         request = pose_project_from_json(body, rig)
         posed = self.prepared(rig, mesh, key)
         pose = pose_from_motion(posed, request.pose)
         canonical = {j: target_to_canonical(posed, p) for j, p in request.targets.items()}
-        result = self.prior().project(posed, pose, canonical, pins=request.pins, ranges=request.ranges,
-                                      options=ProjectOptions(request.strength, relative=request.relative))
+        result = self.pipeline().project(posed, pose, canonical, pins=request.pins, ranges=request.ranges,
+                                         options=ProjectOptions(request.strength, relative=request.relative))
         motion = pose_to_motion(posed, [result.pose], request.pose.fps)
         return self._answer(
             motion, started, key, request.handles, result.handle_error, result.reached, result.message
@@ -217,28 +220,25 @@ class PoseService:
 
     def sample(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/pose/sample: `count` plausible poses, placed and turned like `pose`."""
-        from ..pose.sampler import Pose, pose_from_motion, pose_to_motion
-
         started = time.perf_counter()
         rig, mesh, key = self._rig_and_mesh(body)
         request = pose_sample_from_json(body, rig)
         posed = self.prepared(rig, mesh, key)
         pose = pose_from_motion(posed, request.pose)
-        deltas = self.prior().sample(posed, request.count, seed=request.seed, ranges=request.ranges)
+        deltas = self.pipeline().sample(posed, request.count, seed=request.seed, ranges=request.ranges)
         poses = [Pose(d, pose.root.copy(), pose.yaw) for d in deltas]
         return self._answer(pose_to_motion(posed, poses, request.pose.fps), started, key)
 
     def walk(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/pose/walk: in-betweens through the pose space, the keys included."""
-        from ..pose.sampler import pose_from_motion, pose_to_motion
-
         started = time.perf_counter()
         rig, mesh, key = self._rig_and_mesh(body)
         request = pose_walk_from_json(body, rig)
         keys = request.keys
         posed = self.prepared(rig, mesh, key)
         poses = [pose_from_motion(posed, keys, k) for k in range(keys.frame_count)]
-        walked = self.prior().walk(posed, poses, request.frames, method=request.method, ranges=request.ranges)
+        walked = self.pipeline().walk(posed, poses, request.frames, method=request.method,
+                                      ranges=request.ranges)
         return self._answer(pose_to_motion(posed, walked, keys.fps), started, key)
 
     def _answer(

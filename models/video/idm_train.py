@@ -108,9 +108,10 @@ def training_poses(rig: Rig, mesh: SkinnedMesh | None, frame: CanonicalFrame, co
     wanted = int(round(count * config.prior_share)) if config.prior else 0
     if wanted:
         try:
+            from ...kirin_addon.pose.pipeline import PosePipeline
             from ..pose.sampler import PosePrior
 
-            prior = PosePrior.load()
+            prior = PosePipeline(PosePrior.load())
             posed = prior.learn_rig(prior.prepare(rig, mesh, frame=frame))
             limits = posed.limits
             chunks = [prior.sample(posed, min(512, wanted - start), seed=config.seed + start)

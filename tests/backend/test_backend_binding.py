@@ -107,14 +107,14 @@ def test_bind_weights_option_transfer_heat_blend_and_learned(client, creature, m
 
     from kirin.kirin_addon.backend.protocol import ProtocolError
     from kirin.kirin_addon.backend.protocol_bind import bind_to_json
-    from kirin.models.bind import template_fit
+    from kirin.kirin_addon.bind.pipeline import BindPipeline
     from kirin.models.server.bind import BindingService
 
     mesh, rig = creature.mesh, creature.rig
     fit = SimpleNamespace(family="quadruped", rig=rig, template_vertices=mesh.vertices,
                           template_triangles=mesh.triangles, template_weights=dense(mesh, rig.joint_count),
                           quality="good", chamfer={"mean": 0.0}, scores={})
-    monkeypatch.setattr(template_fit, "fit_template", lambda *args, **kwargs: fit)
+    monkeypatch.setattr(BindPipeline, "fit", lambda *args, **kwargs: fit)
     body = bind_to_json(BindRequest(mesh.vertices, mesh.triangles, family="quadruped"))
     assert "weights" not in body
     assert BindingService().check_bind(body).request.weights == DEFAULT_BIND_WEIGHTS

@@ -1,5 +1,6 @@
-"""Auto-Bind's "learned" weights with the shipped network (models/weights/bind/): valid skin weights
-on a rig it never saw, and the ONNX graph the backend runs agreeing with the safetensors weights."""
+"""Auto-Bind's "learned" weights (kirin_addon/bind/pipeline.py) with the shipped network
+(models/weights/bind/, run by models/bind/learned_weights.py): valid skin weights on a rig it never
+saw, and the ONNX graph the backend runs agreeing with the safetensors weights."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from kirin.kirin_addon.bind.pipeline import learned_weights
 from kirin.kirin_addon.bind.skin_weights import to_dense
 from kirin.kirin_addon.library.families.build import build_creature
-from kirin.models.bind.learned_weights import WEIGHTS_FOLDER, learned_weights, weight_scorer
+from kirin.models.bind.learned_weights import WEIGHTS_FOLDER, WeightNetwork, weight_scorer
 from kirin.models.bind.weight_config import WeightNetConfig
 from kirin.models.bind.weight_export import weight_example_inputs
 from kirin.models.bind.weight_net import WeightNet
@@ -26,7 +28,7 @@ def test_the_shipped_weights_skin_a_new_rig_on_its_deforming_bones_only():
     rig.deform[rig.names.index(rig.names[-1])] = False  # a bone that does not deform gets nothing
     transferred = to_dense(mesh.joint_indices, mesh.joint_weights, rig.joint_count)
     transferred[:, ~rig.deform] = 0.0
-    result = learned_weights(mesh.vertices, mesh.triangles, rig, transferred, max_influences=4)
+    result = learned_weights(mesh.vertices, mesh.triangles, rig, transferred, WeightNetwork(), 4)
     weights = result.weights
     assert weights.shape == (mesh.vertex_count, rig.joint_count) and weights.dtype == np.float32
     assert np.allclose(weights.sum(axis=1), 1.0, atol=1e-5) and (weights >= 0).all()
@@ -35,7 +37,7 @@ def test_the_shipped_weights_skin_a_new_rig_on_its_deforming_bones_only():
     # Most vertices keep the bone that bone heat gives them most: a correction, not a repaint.
     agree = (weights.argmax(axis=1) == result.heat.weights.argmax(axis=1)).mean()
     assert agree > 0.6
-    again = learned_weights(mesh.vertices, mesh.triangles, rig, transferred, max_influences=4).weights
+    again = learned_weights(mesh.vertices, mesh.triangles, rig, transferred, WeightNetwork(), 4).weights
     assert np.array_equal(weights, again)
 
 

@@ -11,6 +11,8 @@ from cache_support import small_cache
 from kirin.kirin_addon.core.motion import Motion, forward_kinematics
 from kirin.kirin_addon.library.build import BuildConfig
 from kirin.kirin_addon.library.families.build import build_creature
+from kirin.kirin_addon.pose.pipeline import PosePipeline, ProjectOptions, frame_shares
+from kirin.kirin_addon.pose.posed import PoseSpaceError, pose_from_motion, pose_to_motion
 from kirin.kirin_addon.pose.space import JointLimits, normalised_positions, random_valid_poses
 from kirin.models.data.cache import FeatureCache
 from kirin.models.diffusion import DDIMOptions, Diffusion
@@ -19,14 +21,7 @@ from kirin.models.pose.config import PoseDenoiserConfig, PoseTrainConfig
 from kirin.models.pose.data import build_pose_bank, keep_moving_frames, load_pose_bank, save_pose_bank
 from kirin.models.pose.denoiser import POSE_INPUTS, PoseDenoiser
 from kirin.models.pose.export import POSE_ONNX_INPUTS, export_pose_onnx, pose_example_inputs
-from kirin.models.pose.sampler import (
-    DEFAULT_POSE_MODEL,
-    PosePrior,
-    PoseSpaceError,
-    ProjectOptions,
-    pose_from_motion,
-    pose_to_motion,
-)
+from kirin.models.pose.sampler import DEFAULT_POSE_MODEL, PosePrior
 from kirin.models.pose.train import train_pose_prior
 
 SMALL = PoseDenoiserConfig(width=32, heads=2, layers=2, ffn=64)
@@ -85,6 +80,13 @@ def test_ddim_inversion_round_trips_with_an_exact_predictor():
         assert torch.allclose(back, target, atol=1e-5)
 
 
+def test_walk_shares_round_as_the_samplers_linspace_did():
+    for count in range(1, 2001):
+        expected = torch.linspace(0.0, 1.0, count + 1).numpy()
+        assert np.array_equal(frame_shares(count, last=True), expected), count
+        assert np.array_equal(frame_shares(count, last=False), expected[:-1]), count
+
+
 def test_static_frames_are_filtered():
     still = np.zeros((50, 4, 3))
     assert list(keep_moving_frames(still, 0.02)) == [0]
@@ -128,9 +130,9 @@ def test_pose_bank_and_training(trained):
     # Resuming continues from the checkpoint's step.
     config.steps = 5
     assert train_pose_prior(config, root / "bank.npz", progress=False)["step"] == 5
-    prior = PosePrior.load(root / "run" / "weights", backend="torch")
-    posed = prior.prepare(build_creature("biped", 2).rig)
-    poses = prior.sample(posed, 3, steps=4)
+    pipeline = PosePipeline(PosePrior.load(root / "run" / "weights", backend="torch"))
+    posed = pipeline.prepare(build_creature("biped", 2).rig)
+    poses = pipeline.sample(posed, 3, steps=4)
     assert poses.shape == (3, posed.joint_count, 3, 3) and np.isfinite(poses).all()
 
 
@@ -140,8 +142,9 @@ shipped = pytest.mark.skipif(not (DEFAULT_POSE_MODEL / "model.json").exists(), r
 
 @pytest.fixture(scope="module")
 def prior():
+    """Pose Space's pipeline given the shipped prior."""
     torch.set_num_threads(1)
-    return PosePrior.load()
+    return PosePipeline(PosePrior.load())
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +173,7 @@ def test_user_rig_round_trip(prior, creature):
 @shipped
 def test_shipped_onnx_and_torch_agree(prior, creature):
     _, posed, _ = creature
-    torch_prior = PosePrior.load(backend="torch")
+    torch_prior = PosePipeline(PosePrior.load(backend="torch"))
     a = prior.sample(posed, 2, seed=3)
     b = torch_prior.sample(posed, 2, seed=3)
     assert np.abs(a - b).max() < 1e-3

@@ -1,4 +1,5 @@
-"""Template fit (Auto-Bind, first half): a family's template skeleton fitted to an unrigged mesh.
+"""Template fit (Auto-Bind, first half): a family's template skeleton fitted to an unrigged mesh by
+the engine's pipeline (kirin_addon/bind/pipeline.py) given the torch fitter (models/bind/template_fit.py).
 
 Ground truth: procedural creatures of the family built from other seeds (other species and
 proportions than the template), their mesh moved by a random similarity (any rotation, scale
@@ -23,6 +24,8 @@ import torch
 from bench_support import load_benchmark
 from scipy.spatial.transform import Rotation
 
+from kirin.kirin_addon.bind.fit_protocol import FitConfig, FitStart
+from kirin.kirin_addon.bind.pipeline import BindPipeline
 from kirin.kirin_addon.bind.templates import (
     TEMPLATE_SPECS,
     Similarity,
@@ -39,9 +42,10 @@ from kirin.kirin_addon.core.creature import FAMILIES
 from kirin.kirin_addon.core.rotations import rotation_angle
 from kirin.kirin_addon.library.families.build import build_creature
 from kirin.models.bind import template_fit as tf
-from kirin.models.bind.template_fit import FitConfig, fit_template
+from kirin.models.bind.template_fit import TorchTemplateFitter
 
 GOAL = 0.05  # mean joint-position error, fraction of body size
+fit_template = BindPipeline(TorchTemplateFitter()).fit
 
 
 def _similarity(seed: int, scale: float) -> np.ndarray:
@@ -148,7 +152,7 @@ def test_mirrored_pose_parameters_keep_the_template_symmetric():
     config = FitConfig()
     for family in ("quadruped", "spider", "dragon"):
         tpl = tf._template_tensors(family, config)
-        params = tf._Params(tpl, tf._Init(np.eye(3), 1.0, np.zeros(3)), config)
+        params = tf._Params(tpl, FitStart(np.eye(3), 1.0, np.zeros(3)), config)
         left, right = np.array(tpl.rig.mirror_pairs).T
         with torch.no_grad():
             params.pose_sym[left] = torch.as_tensor(np.random.default_rng(0).normal(0, 0.5, (len(left), 3)))
