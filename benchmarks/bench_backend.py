@@ -48,23 +48,26 @@ def in_process(args: argparse.Namespace, creature) -> dict[str, float]:
     """The same generation without HTTP: load the model here and call generate directly."""
     import torch
 
+    from kirin.kirin_addon.generate.pipeline import GeneratePipeline
+    from kirin.models.motion.bank import load_bank
     from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel
 
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    model = MotionModel.load(DEFAULT_MODEL, backend="auto", bank=None if args.bank == "none" else args.bank)
+    model = MotionModel.load(DEFAULT_MODEL, backend="auto")
+    pipeline = GeneratePipeline(model, bank=load_bank(None if args.bank == "none" else args.bank))
     if args.threads and model.backend == "onnxruntime":
         from kirin.models.onnx import OnnxDenoiser
 
         model.runner = OnnxDenoiser(DEFAULT_MODEL / "denoiser.onnx", threads=args.threads)
     _ = model.text_encoder
     load = time.perf_counter() - started
-    prepared = model.prepare_rig(creature.rig, creature.mesh)
+    prepared = pipeline.prepare(creature.rig, creature.mesh)
     times = []
     for seed in range(args.repeats + 1):  # the first is a warm-up
         started = time.perf_counter()
-        model.generate(
+        pipeline.run(
             prepared,
             GenerateRequest(args.prompt, frames=args.frames, seed=seed, variants=args.variants),
         )

@@ -20,14 +20,15 @@ import numpy as np
 import torch
 
 from kirin.kirin_addon.core.rig import Rig
+from kirin.kirin_addon.generate.pipeline import GeneratePipeline, SamplingOptions
 from kirin.kirin_addon.generate.request import GenerateRequest
 from kirin.kirin_addon.library.families.build import build_creature
 from kirin.models.config import DiffusionConfig
+from kirin.models.motion.bank import open_default_bank
 from kirin.models.motion.config import DenoiserConfig
 from kirin.models.motion.denoiser import Denoiser
 from kirin.models.motion.export import export_onnx
-from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel, SamplingOptions
-from kirin.models.motion.retrieval import open_default_bank
+from kirin.models.motion.generator import DEFAULT_MODEL, MotionModel
 from kirin.models.onnx import OnnxDenoiser, quantize_int8
 
 
@@ -82,19 +83,20 @@ def main() -> None:
         source = "untrained default config"
     creature = build_creature("dragon", 0)
     rig = rig_with_joints(creature.rig, args.joints)
-    prepared = model.prepare_rig(rig)
+    pipeline = GeneratePipeline(model)
+    prepared = pipeline.prepare(rig)
     steps, guidance = model.diffusion_config.sample_steps, model.diffusion_config.guidance
     prompt = "a dragon walking forward"
 
     def run(sampler: str = "ddim") -> None:  # the network (a gait prompt would be made by construction)
-        model.generate(
+        pipeline.run(
             prepared,
             GenerateRequest(prompt, frames=args.frames, seed=0),
             SamplingOptions(clean=False, sampler=sampler, construct=False),
         )
 
     def constructed() -> None:  # what Generate Motion does with a gait prompt: the gait controllers
-        made = model.generate(prepared, GenerateRequest(prompt, frames=args.frames, seed=0))
+        made = pipeline.run(prepared, GenerateRequest(prompt, frames=args.frames, seed=0))
         assert made[0].report.get("path") == "constructed"
 
     construct_seconds = timed(constructed, args.repeats)
@@ -123,7 +125,7 @@ def main() -> None:
             for label, text in (("retrieved", "A dragon walks forward at a steady pace."),
                                 ("not found", "a dragon juggling three oranges")):
                 def generate_with_bank(text: str = text) -> None:
-                    model.generate(
+                    pipeline.run(
                         prepared,
                         GenerateRequest(text, frames=args.frames, seed=0),
                         SamplingOptions(bank=bank),

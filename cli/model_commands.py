@@ -173,7 +173,7 @@ def bounds(args: argparse.Namespace) -> int:
 def bank_build(args: argparse.Namespace) -> int:
     import torch
 
-    from ..models.motion.retrieval import build_bank
+    from ..models.motion.bank import build_bank
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()

@@ -23,15 +23,13 @@ import numpy as np
 from ..core.motion import Motion
 from ..core.rig import MAX_JOINTS, Rig
 from ..core.skinning import SkinnedMesh
-from ..generate.request import EMPTY_PROMPT, MAX_FRAMES, MAX_SEED, MAX_VARIANTS, NO_CONDITION, GenerateRequest
+from ..generate.request import MAX_FPS, MIN_FPS, GenerateRequest
 
 PROTOCOL_VERSION = 1
 API = "/v1"  # every endpoint lives under this prefix
-MAX_PROMPT = 2000  # characters
 MAX_IMAGE_BYTES = 64 * 1024 * 1024  # a reference image file sent as its bytes
 MAX_ELEMENTS = 64_000_000  # per array: refuse before allocating anything absurd
 MAX_DIMS = 8
-MIN_FPS, MAX_FPS = 0.1, 1000.0  # frame rates a request may give (slower would make absurd lengths)
 MAX_MAGNITUDE = 1e12  # larger float values are garbage, and their squares would overflow float32 maths
 # Wire dtypes and their explicit little-endian numpy forms.
 DTYPES: dict[str, str] = {"float32": "<f4", "float64": "<f8", "int32": "<i4", "int64": "<i8", "uint8": "|u1"}
@@ -298,36 +296,43 @@ def generate_to_json(rig: Rig, request: GenerateRequest, mesh: SkinnedMesh | Non
 
 
 def generate_from_json(body: dict[str, Any]) -> tuple[Rig, SkinnedMesh | None, GenerateRequest]:
-    """A generate request's JSON body, checked and decoded: the rig, its mesh and the request (the
-    reference image still a path or the file's bytes, the kept frames distinct and sorted);
-    ProtocolError/RigError otherwise. What needs the model (its frame rate) is checked by the backend."""
+    """A generate request's JSON body decoded: the rig, its mesh and the request (the reference image
+    still a path or the file's bytes, the kept frames distinct and sorted), the request checked by
+    its own `GenerateRequest.check`; ProtocolError (a field of the wrong kind), RigError or
+    GenerateRequestError otherwise. What needs the model (its frame rate) is checked by the backend."""
     prompt = body.get("prompt")
-    if prompt is not None:
-        if not isinstance(prompt, str):
-            raise ProtocolError("prompt: expected text.")
-        if not prompt.strip():
-            raise ProtocolError(EMPTY_PROMPT)
-        if len(prompt) > MAX_PROMPT:
-            raise ProtocolError(f"The prompt is {len(prompt)} characters long; at most {MAX_PROMPT}.")
+    if prompt is not None and not isinstance(prompt, str):
+        raise ProtocolError("prompt: expected text.")
     image = _image_from_json(body.get("image_path"), body.get("image_data"))
-    if prompt is None and image is None:
-        raise ProtocolError(NO_CONDITION)
-    frames = whole_number(body.get("frames", 120), "frames", 1, MAX_FRAMES)
-    variants = whole_number(body.get("variants", 1), "variants", 1, MAX_VARIANTS)
-    seed = whole_number(body.get("seed", 0), "seed", 0, MAX_SEED)
+    frames = _integer(body.get("frames", 120), "frames")
+    variants = _integer(body.get("variants", 1), "variants")
+    seed = _integer(body.get("seed", 0), "seed")
     fps = body.get("fps")
-    fps = None if fps is None else bounded_number(fps, "fps", MIN_FPS, MAX_FPS, low_inclusive=True)
+    fps = None if fps is None else _number(fps, "fps")
     guidance = body.get("guidance")
-    if guidance is not None:
-        guidance = bounded_number(guidance, "guidance", 0.0, 100.0, low_inclusive=True)
-    rig = rig_from_json(body.get("rig"))
-    mesh = None if body.get("mesh") is None else mesh_from_json(body["mesh"], rig.joint_count)
-    keep, keep_frames = _keep_from_json(body.get("keep"), rig, frames)
+    guidance = None if guidance is None else _number(guidance, "guidance")
     loop = body.get("loop", False)
     if not isinstance(loop, bool):
         raise ProtocolError(f"loop: expected true or false, got {type(loop).__name__}.")
+    rig = rig_from_json(body.get("rig"))
+    mesh = None if body.get("mesh") is None else mesh_from_json(body["mesh"], rig.joint_count)
+    keep, keep_frames = _keep_from_json(body.get("keep"), rig)
     request = GenerateRequest(prompt, image, frames, fps, seed, variants, guidance, keep, keep_frames, loop)
-    return rig, mesh, request
+    return rig, mesh, request.check()
+
+
+def _integer(value: Any, what: str) -> int:
+    """A whole-number field (bools are not numbers here); its range is the request's check."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProtocolError(f"{what} must be a whole number, got {value!r}.")
+    return value
+
+
+def _number(value: Any, what: str) -> float:
+    """A number field; its range is the request's check."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProtocolError(f"{what} must be a number, got {value!r}.")
+    return float(value)
 
 
 def _image_from_json(path: Any, data: Any) -> str | bytes | None:
@@ -348,8 +353,9 @@ def _image_from_json(path: Any, data: Any) -> str | bytes | None:
     return path
 
 
-def _keep_from_json(obj: Any, rig: Rig, frames: int) -> tuple[Motion | None, np.ndarray | None]:
-    """Existing keys to honour: a motion on the rig and the distinct frames of it to keep."""
+def _keep_from_json(obj: Any, rig: Rig) -> tuple[Motion | None, np.ndarray | None]:
+    """Existing keys to honour: a motion on the rig and the distinct frames of it to keep (which
+    frames may be kept is the request's check)."""
     if obj is None:
         return None, None
     if not isinstance(obj, dict):
@@ -362,7 +368,4 @@ def _keep_from_json(obj: Any, rig: Rig, frames: int) -> tuple[Motion | None, np.
         or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices)
     ):
         raise ProtocolError("keep.frames: expected a non-empty list of frame indices.")
-    limit = min(motion.frame_count, frames)
-    if min(indices) < 0 or max(indices) >= limit:
-        raise ProtocolError(f"keep.frames: frames to keep must lie in 0..{limit - 1}.")
     return motion, np.unique(np.array(indices, dtype=np.int64))

@@ -173,6 +173,12 @@ def canonical_rig(rig: Rig, frame: CanonicalFrame | None = None) -> CanonicalRig
     return CanonicalRig(canonical, frame, np.asarray(canonical.foot_candidates(), dtype=np.int64))
 
 
+def procedural_frame(rig: Rig) -> CanonicalFrame:
+    """The frame of a procedural creature (kirin_addon/library), built canonical (metres, +Z up, −Y
+    forward, feet at z = 0): only scaled to unit body size."""
+    return CanonicalFrame(np.eye(3), 1.0 / rig.body_size, np.zeros(3), notes=("procedural",))
+
+
 # ---------------------------------------------------------------------------- axes
 _PROPER_PERMUTATIONS = axis_rotations()
 

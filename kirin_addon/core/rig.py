@@ -7,6 +7,7 @@ Joint order is whatever the source had; `topological_order` gives a parents-firs
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -382,3 +383,13 @@ class RigBuilder:
 
     def build(self, rolls: np.ndarray | float = 0.0) -> Rig:
         return rig_from_bones(self.names, self.parents, np.array(self.heads), np.array(self.tails), rolls)
+
+
+def rig_key(rig: Rig) -> str:
+    """A rig's identity (names, parents, rest to 1e-6): the feature cache's rigs and the motion bank's
+    fits are keyed by it."""
+    digest = hashlib.sha1()
+    digest.update("|".join(rig.names).encode())
+    digest.update(rig.parents.astype(np.int64).tobytes())
+    digest.update(np.round(rig.rest, 6).tobytes())
+    return digest.hexdigest()

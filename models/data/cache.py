@@ -16,7 +16,6 @@ from the frozen image encoder. Layout of a cache folder:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
 import sys
@@ -26,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...kirin_addon.core.canonical import CanonicalFrame, canonical_rig
-from ...kirin_addon.core.rig import Rig
+from ...kirin_addon.core.canonical import canonical_rig, procedural_frame
+from ...kirin_addon.core.rig import rig_key
 from ...kirin_addon.core.rig_features import rig_features
 from ...kirin_addon.core.skinning import load_mesh
 from ...kirin_addon.generate.features import CHANNELS, CONTACT, YAW, motion_features
@@ -36,11 +35,6 @@ from ..geometry import ancestor_paths
 
 MAX_TOKENS = 24
 LOOP_TOLERANCE = 0.05  # body sizes: first and last pose this close → the clip is a loop and may be tiled
-
-
-def procedural_frame(rig: Rig) -> CanonicalFrame:
-    """Procedural creatures are built canonical (metres, +Z up, −Y forward, feet at z = 0): only scale."""
-    return CanonicalFrame(np.eye(3), 1.0 / rig.body_size, np.zeros(3), notes=("procedural",))
 
 
 def load_record_clip(cache: FeatureCache, index: int):
@@ -54,14 +48,6 @@ def load_record_clip(cache: FeatureCache, index: int):
         raise ValueError(f"The clip file {path} of cache {cache.folder} is gone; this needs the clips")
     clip = load_clip(path)
     return clip, None if record["authored"] else procedural_frame(clip.rig)
-
-
-def rig_key(rig: Rig) -> str:
-    digest = hashlib.sha1()
-    digest.update("|".join(rig.names).encode())
-    digest.update(rig.parents.astype(np.int64).tobytes())
-    digest.update(np.round(rig.rest, 6).tobytes())
-    return digest.hexdigest()
 
 
 def rig_entry(canon, mesh) -> dict:

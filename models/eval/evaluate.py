@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from ...kirin_addon.eval.distributions import frechet_distance, r_precision, r_precision_pool
+from ...kirin_addon.generate.measure import BOUNDED, physical_metrics
 from ...kirin_addon.generate.request import GenerateRequest
 from ..encoders.text import sentence_vectors
 from .evaluator import DEFAULT_EVALUATOR, TextMotionEvaluator, eval_caption, eval_label
@@ -99,42 +100,6 @@ def multimodality(groups: list[np.ndarray], per_prompt: int = 10) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def physical_metrics(canon, positions: np.ndarray, fps: float, features: np.ndarray | None = None,
-                     free: np.ndarray | None = None) -> dict:
-    """Physical metrics of canonical joint positions (T,J,3) (body size 1) on a `CanonicalRig`.
-
-    Skating is NaN for rigs without foot candidates (fish, snakes): averaging their zeros would flatter
-    a row. `features` (the model's own (T,J,C) output) add the bone-length error of its `pos` channels.
-    `free`: joints the motion translates on purpose, whose links the bone-length error leaves out."""
-    from ...kirin_addon.eval.metrics import (
-        Ground,
-        bone_length_error,
-        foot_skating,
-        ground_penetration,
-        jitter,
-    )
-    from ...kirin_addon.generate.features import positions_from_features
-
-    rig, feet = canon.rig, np.asarray(canon.feet, np.int64)
-    rest_height = rig.heads[feet, 2]
-    shifted = np.array(positions, np.float64)
-    shifted[:, feet, 2] -= rest_height  # a foot joint's floor is its rest height (it sits above its sole)
-    out = {
-        "foot_skating": (
-            foot_skating(positions, feet, fps, ground=Ground(floor=rest_height, body_size=1.0)).mean_speed
-            if feet.size
-            else float("nan")
-        ),
-        "jitter": jitter(positions, fps, body_size=1.0).mean_jerk,
-        "penetration": ground_penetration(shifted, floor=0.0, body_size=1.0).mean_depth,
-        "bone_length_error": bone_length_error(rig, positions, free).mean_error,
-    }
-    if features is not None:
-        decoded = positions_from_features(features, rig.main_root, fps)
-        out["feature_bone_length_error"] = bone_length_error(rig, decoded).mean_error
-    return out
-
-
 # ----------------------------------------------------------------------------- evaluation run
 @dataclass
 class EvalConfig:
@@ -152,7 +117,7 @@ class EvalConfig:
     smooth: float = 1.0  # Generate Motion's temporal smoothing (frames; 0: off)
     skin: bool = True  # give the model the rig's mesh (skinning-aware joint features) where there is one
     backend: str = "torch"  # or onnx
-    bank: str = ""  # a feature cache whose training clips guide generation (models/motion/retrieval.py)
+    bank: str = ""  # a feature cache whose training clips guide generation (models/motion/bank.py)
     strength: float = 0.0  # where on the noise schedule a retrieved clip starts (0: as it is)
     seed: int = 0
     threads: int = 1
@@ -347,15 +312,16 @@ def _reference_rows(run: _Run, rows: list[str], sentence: np.ndarray) -> None:
 def _generated_rows(run: _Run, config: EvalConfig, generated: list[str], say: Callable[[str], None]) -> None:
     """The `generated` rows: the motion model on each clip's own rig, as many frames as the clip has;
     the first `mm_prompts` clips `mm_repeats` times (Multimodality)."""
-    from ..motion.generator import MotionModel, SamplingOptions
+    from ...kirin_addon.generate.pipeline import GeneratePipeline, SamplingOptions
+    from ...kirin_addon.generate.retrieval import RetrievalConfig
+    from ..motion.bank import open_bank
+    from ..motion.generator import MotionModel
 
     cache = run.cache
-    model = MotionModel.load(config.model, backend=config.backend)
+    pipeline = GeneratePipeline(MotionModel.load(config.model, backend=config.backend))
     bank = retrieval = None
     if config.bank:
-        from ..motion.retrieval import MotionBank, RetrievalConfig
-
-        bank = MotionBank(cache if Path(config.bank) == Path(config.cache) else config.bank)
+        bank = open_bank(cache if Path(config.bank) == Path(config.cache) else config.bank)
         retrieval = RetrievalConfig(strength=config.strength)
     options = SamplingOptions(
         steps=config.steps, clean=config.clean, smooth=config.smooth, bank=bank, retrieval=retrieval
@@ -364,7 +330,7 @@ def _generated_rows(run: _Run, config: EvalConfig, generated: list[str], say: Ca
         run.results[row] = _Row()
     for n, clip in enumerate(run.loaded):
         record = run.records[n]
-        prepared = model.prepare_rig(clip.rig, clip.mesh if config.skin else None, clip.frame)
+        prepared = pipeline.prepare(clip.rig, clip.mesh if config.skin else None, clip.frame)
         image = cache.images[record["image"]] if record["image"] >= 0 and len(cache.images) else None
         variants = config.mm_repeats if n < config.mm_prompts else 1
         for row in generated:
@@ -379,7 +345,7 @@ def _generated_rows(run: _Run, config: EvalConfig, generated: list[str], say: Ca
                 variants=variants,
                 guidance=config.guidance,
             )
-            out = model.generate(prepared, request, options)
+            out = pipeline.run(prepared, request, options)
             result = run.results[row]
             result.retrieved += "retrieved" in out[0].report
             group = []
@@ -483,7 +449,6 @@ def format_table(report: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- per-clip bounds
-BOUNDED = ("foot_skating", "jitter", "penetration", "bone_length_error")
 BONE_TOLERANCE = 1e-5  # rotations-only motions keep bone lengths up to float32 rounding
 
 
@@ -515,15 +480,6 @@ def data_bounds(
     }
 
 
-def within_bounds(metrics: dict, bounds: dict) -> bool:
-    """Every bounded metric that was measured (skating is NaN on rigs without feet) is at most its bound."""
-    for key, bound in bounds.items():
-        value = metrics.get(key)
-        if value is not None and np.isfinite(value) and value > bound:
-            return False
-    return True
-
-
 def write_report(report: dict, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -532,7 +488,6 @@ def write_report(report: dict, path: str | Path) -> Path:
 
 
 __all__ = [
-    "BOUNDED",
     "EvalConfig",
     "KEYS",
     "ROWS",
@@ -543,9 +498,7 @@ __all__ = [
     "mm_dist",
     "multimodality",
     "nearest_neighbours",
-    "physical_metrics",
     "data_bounds",
-    "within_bounds",
     "select_clips",
     "write_report",
 ]

@@ -1,11 +1,14 @@
-"""What the backend's worker runs: the motion model, loaded once and kept warm, and the checked
-generate requests it is fed.
+"""What the backend's worker runs: the motion network, loaded once and kept warm, composed with the
+engine's Generate pipeline (kirin_addon/generate/pipeline.py), and the checked generate requests it
+is fed.
 
 A request is checked in two steps. `GenerationService.check` runs in the HTTP handler: protocol.py
-decodes the body into a `GenerateRequest`, and everything that can be checked without the model
-(arrays, rig, mesh, image file, frames and fps, frames to keep) becomes a clear 4xx; what only the
-model can tell (a GenerationError) fails the job with its user-facing message. Torch and the model
-are imported only here and in `server`.
+decodes the body into a `GenerateRequest` and calls its one check, and everything else that can be
+checked without the model (arrays, rig, mesh, image file, frames and fps at the model's rate, frames
+to keep) becomes a clear 4xx; what only the pipeline can tell (a GenerationError) fails the job with
+its user-facing message. The job itself runs in the engine (kirin_addon/backend/generate_job.py),
+which calls into the network only through the pipeline. Torch and the model are imported only here
+and in `server`.
 """
 
 from __future__ import annotations
@@ -17,27 +20,26 @@ import json
 import math
 import os
 import tempfile
-import threading
 import time
-from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...kirin_addon.backend.protocol import ProtocolError, encode_array, generate_from_json, motion_to_json
-from ...kirin_addon.core.json_values import plain
-from ...kirin_addon.core.motion import Motion, joint_positions
+from ...kirin_addon.backend.generate_job import GenerateJob, run_generate_job
+from ...kirin_addon.backend.protocol import ProtocolError, generate_from_json
+from ...kirin_addon.core.motion import Motion
 from ...kirin_addon.core.rig import Rig
 from ...kirin_addon.core.skinning import SkinnedMesh
-from ...kirin_addon.generate.request import MAX_FRAMES, GenerateRequest
+from ...kirin_addon.generate.network import GenerationError
+from ...kirin_addon.generate.pipeline import GeneratePipeline
+from ...kirin_addon.generate.request import MAX_FRAMES
 from .files import AllowedFiles
 from .interruptible import InterruptibleDenoiser
 from .jobs import Report, UserError, Work
 
 DEVICES = ("auto", "cpu", "cuda")
-RIG_CACHE = 8  # prepared rigs kept: Generate Motion is usually run many times on one character
 MAX_IMAGE_PIXELS = 40_000_000  # a reference image's pixels decoded at most
 
 
@@ -48,17 +50,6 @@ def cuda_providers() -> list[str]:
     except ImportError:
         return []
     return list(ort.get_available_providers())
-
-
-@dataclass
-class GenerateJob:
-    """A checked generate request, ready for the worker."""
-
-    request: GenerateRequest  # as asked: at the scene's `fps` (never None here), image as pixels
-    model_request: GenerateRequest  # what the model samples: at its frame rate, keys resampled
-    rig: Rig
-    mesh: SkinnedMesh | None
-    rig_key: str
 
 
 class GenerationService:
@@ -79,7 +70,8 @@ class GenerationService:
         self.device_request = device
         self.bank = bank
         self.threads = threads
-        self.model: Any = None
+        self.model: Any = None  # the network (models/motion/generator.py)
+        self.pipeline: GeneratePipeline | None = None  # the engine's pipeline, given the network
         self.load_seconds: float | None = None
         # The model's frame rate, from its card (no torch) so that requests can be checked while
         # the model still loads.
@@ -90,8 +82,6 @@ class GenerationService:
         self.model_fps = float(card.get("fps", 30.0))
         # Per-clip metric bounds (the library's 95th percentile, `kirin bounds`); {} for older models.
         self.bounds: dict[str, float] = dict(card.get("bounds", {}).get("per_clip", {}))
-        self._rigs: OrderedDict[str, Any] = OrderedDict()
-        self._rigs_lock = threading.Lock()
         self.files = AllowedFiles()  # what image_path may name (the backend sets its allowed folders)
 
     # ------------------------------------------------------------------ model
@@ -100,14 +90,15 @@ class GenerationService:
         it otherwise). Runs on the worker thread."""
         import torch
 
-        from ..motion.generator import GenerationError, MotionModel
+        from ..motion.bank import load_bank
+        from ..motion.generator import MotionModel
         from ..onnx import OnnxDenoiser
 
         started = time.perf_counter()
         if self.threads:
             torch.set_num_threads(self.threads)
-        bank = None if self.bank in (None, "", "none") else self.bank
-        model = MotionModel.load(self.model_dir, backend="auto", bank=bank)
+        model = MotionModel.load(self.model_dir, backend="auto")
+        bank = load_bank(None if self.bank in (None, "", "none") else self.bank)
         onnx_file = self.model_dir / "denoiser.onnx"
         if model.backend == "onnxruntime" and (self.device_request == "cpu" or self.threads):
             # Rebuild the session where the defaults do not fit: CPU forced, or a thread budget.
@@ -125,6 +116,7 @@ class GenerationService:
         _ = model.text_encoder  # load it now, not in the first job
         model.runner = InterruptibleDenoiser(model.runner)  # a cancel stops a sampling step
         self.model = model
+        self.pipeline = GeneratePipeline(model, bank=bank)
         self.load_seconds = time.perf_counter() - started
 
     def info(self) -> dict[str, Any]:
@@ -138,15 +130,15 @@ class GenerationService:
             "providers": providers,
             "model": str(self.model_dir),
             "model_fps": self.model_fps,
-            "bank": None if model is None or model.bank is None else "loaded",
+            "bank": None if self.pipeline is None or self.pipeline.bank is None else "loaded",
             "load_seconds": self.load_seconds,
         }
 
     # ------------------------------------------------------------------ check (HTTP thread)
     def check(self, body: dict[str, Any]) -> GenerateJob:
-        """A generate request's JSON body, checked and decoded; ProtocolError/RigError otherwise.
-        What the job will cost (frames at the model's rate, kept keys resampled) is bounded here,
-        before anything costly is done."""
+        """A generate request's JSON body, decoded and checked; ProtocolError, RigError or
+        GenerateRequestError otherwise. What the job will cost (frames at the model's rate, kept keys
+        resampled) is bounded here, before anything costly is done."""
         rig, mesh, request = generate_from_json(body)
         fps = self.model_fps if request.fps is None else request.fps
         frames = request.frames
@@ -198,19 +190,6 @@ class GenerationService:
     def work(self, job: GenerateJob) -> Work:
         return lambda report: self.run(job, report)
 
-    def _prepared(self, job: GenerateJob):
-        """The model's view of the rig, cached: the bone-name embeddings are the costly part."""
-        with self._rigs_lock:
-            if job.rig_key in self._rigs:
-                self._rigs.move_to_end(job.rig_key)
-                return self._rigs[job.rig_key]
-        prepared = self.model.prepare_rig(job.rig, job.mesh)
-        with self._rigs_lock:
-            self._rigs[job.rig_key] = prepared
-            while len(self._rigs) > RIG_CACHE:
-                self._rigs.popitem(last=False)
-        return prepared
-
     def run(self, job: GenerateJob, report: Report) -> dict[str, Any]:
         """The job's motions and their metrics (worker thread); a cancel stops it between steps and
         between the slices of each sampling step."""
@@ -226,68 +205,18 @@ class GenerationService:
         return self._run(job, report)
 
     def _run(self, job: GenerateJob, report: Report) -> dict[str, Any]:
-        from ..eval.evaluate import BOUNDED, physical_metrics, within_bounds
-        from ..motion.generator import GenerationError
-
-        started = time.perf_counter()
         report(0.0, "preparing the rig")
-        try:
-            prepared = self._prepared(job)
-        except ValueError as exc:  # RigError and GenerationError are user-facing
-            raise UserError(str(exc)) from exc
-        report(0.05, "sampling")
 
+        # Defined here, so that the network's reports while it samples stay inside the networks.
         def progress(fraction: float) -> None:  # raises JobCancelled: stops the sampler between steps
             report(0.05 + 0.85 * float(fraction), f"sampling {float(fraction):.0%}")
 
         try:
-            generated = self.model.generate(prepared, job.model_request, progress=progress)
-        except GenerationError as exc:
+            result = run_generate_job(self.pipeline, job, progress, report, self.bounds)
+        except ValueError as exc:  # GenerationError, RigError...: user-facing
             raise UserError(str(exc)) from exc
-        seconds_model = time.perf_counter() - started
-        report(0.9, "measuring")
-        feet = [job.rig.names[int(f)] for f in prepared.feet]
-        frames, fps = job.request.frames, float(job.request.fps)
-        variants = []
-        for item in generated:
-            motion = _at_rate(item.motion, fps, frames)
-            contacts = _contacts_at_rate(np.asarray(item.contacts, bool), self.model_fps, fps, frames)
-            # Metrics in the canonical frame and body sizes: the units of the model card's bounds.
-            positions = prepared.canon.frame.to_canonical_points(joint_positions(job.rig, motion))
-            moved = motion.translations
-            free = None if moved is None else np.flatnonzero(np.abs(moved).max(axis=(0, 2)) > 0)
-            metrics = physical_metrics(prepared.canon, positions, fps, free=free)
-            variants.append(
-                {
-                    "seed": int(item.seed),
-                    "motion": motion_to_json(motion),
-                    "contacts": encode_array(contacts, "uint8"),
-                    "feet": feet,
-                    "metrics": plain({k: metrics[k] for k in BOUNDED}),
-                    "within_bounds": within_bounds(metrics, self.bounds) if self.bounds else None,
-                    "report": plain(item.report),
-                }
-            )
-            report(0.9 + 0.1 * len(variants) / len(generated), "measuring")
-        return {
-            "frames": frames,
-            "fps": fps,
-            "joints": job.rig.joint_count,
-            "joint_names": list(job.rig.names),
-            "prompt": job.request.prompt,
-            "device": self.model.device,
-            "backend": self.model.backend,
-            "seconds_model": seconds_model,
-            "seconds_job": time.perf_counter() - started,
-            "metric_units": {
-                "foot_skating": "body sizes/s",
-                "jitter": "body sizes/s^3",
-                "penetration": "body sizes",
-                "bone_length_error": "relative",
-            },
-            "bounds": self.bounds,
-            "variants": variants,
-        }
+        result.update(device=self.model.device, backend=self.model.backend)
+        return result
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -329,25 +258,3 @@ def rig_key(rig: Rig, mesh: SkinnedMesh | None) -> str:
         for array in (mesh.vertices, mesh.triangles, mesh.joint_indices, mesh.joint_weights):
             digest.update(np.ascontiguousarray(array).tobytes())
     return digest.hexdigest()
-
-
-def _at_rate(motion: Motion, fps: float, frames: int) -> Motion:
-    """The motion at `fps`, exactly `frames` long (the last frame held if resampling fell short)."""
-    if abs(motion.fps - fps) > 1e-6:
-        motion = motion.resampled(fps)
-    if motion.frame_count < frames:
-        pad = frames - motion.frame_count
-
-        def held(values: np.ndarray) -> np.ndarray:
-            return np.concatenate([values, np.repeat(values[-1:], pad, 0)])
-
-        moved = None if motion.translations is None else held(motion.translations)
-        motion = Motion(fps, held(motion.root_positions), held(motion.rotations), moved)
-    return motion.sliced(0, frames) if motion.frame_count > frames else motion
-
-
-def _contacts_at_rate(contacts: np.ndarray, source_fps: float, fps: float, frames: int) -> np.ndarray:
-    if contacts.ndim != 2 or contacts.shape[0] == 0:
-        return np.zeros((frames, contacts.shape[-1] if contacts.ndim == 2 else 0), dtype=bool)
-    index = np.minimum(np.round(np.arange(frames) * source_fps / fps).astype(np.int64), contacts.shape[0] - 1)
-    return contacts[index]

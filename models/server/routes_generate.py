@@ -1,5 +1,7 @@
-"""The HTTP routes of Generate Motion (POST /v1/jobs/generate) and its request model; the request is
-decoded and checked by the service (generate.py) and runs as a job."""
+"""The HTTP routes of Generate Motion (POST /v1/jobs/generate) and its request model. The model
+describes the body's schema (types and bounds, for OpenAPI, refused with a 422 before any work);
+the request is decoded by the wire format and checked by its own `GenerateRequest.check`
+(kirin_addon/generate/request.py) in the service (generate.py), and runs as a job."""
 
 from __future__ import annotations
 
@@ -8,8 +10,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from ...kirin_addon.backend.protocol import API, MAX_FPS, MAX_PROMPT, MIN_FPS
-from ...kirin_addon.generate.request import MAX_FRAMES, MAX_SEED, MAX_VARIANTS
+from ...kirin_addon.backend.protocol import API
+from ...kirin_addon.generate.request import (
+    MAX_FPS,
+    MAX_FRAMES,
+    MAX_GUIDANCE,
+    MAX_PROMPT,
+    MAX_SEED,
+    MAX_VARIANTS,
+    MIN_FPS,
+)
 from .generate import GenerationService
 from .http_limits import OffLoopRoute
 from .jobs import JobQueue
@@ -37,7 +47,7 @@ class GenerateIn(Strict):
     seed: int = Field(0, ge=0, le=MAX_SEED)
     variants: int = Field(1, ge=1, le=MAX_VARIANTS)
     guidance: float | None = Field(
-        None, ge=0, le=100, allow_inf_nan=False, description="default: the model's"
+        None, ge=0, le=MAX_GUIDANCE, allow_inf_nan=False, description="default: the model's"
     )
     keep: KeepIn | None = None
     loop: bool = False

@@ -161,12 +161,12 @@ def test_reference_image_by_path_and_by_bytes(client, creature, tmp_path):
 
 
 def test_generation_error_fails_the_job_with_its_message(client, backend, creature, monkeypatch):
-    from kirin.models.motion.generator import GenerationError
+    from kirin.kirin_addon.generate.network import GenerationError
 
     def refuse(*args, **kwargs):
         raise GenerationError("The frames to keep are for a different rig.")
 
-    monkeypatch.setattr(backend.service.model, "generate", refuse)
+    monkeypatch.setattr(backend.service.pipeline, "run", refuse)
     job = client.generate(creature.rig, GenerateRequest("a dog", frames=FRAMES))
     with pytest.raises(BackendError, match="different rig"):
         job.wait(60)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kirin.kirin_addon.core.canonical import canonical_rig
+from kirin.kirin_addon.core.canonical import canonical_rig, procedural_frame
 from kirin.kirin_addon.core.motion import forward_kinematics, joint_positions, motion_from_world_transforms
 from kirin.kirin_addon.core.rig import Rig
 from kirin.kirin_addon.core.rig_features import rig_features
@@ -12,7 +12,6 @@ from kirin.kirin_addon.generate.features import motion_features
 from kirin.kirin_addon.library.controllers.dispatch import generate
 from kirin.kirin_addon.library.families.build import build_creature
 from kirin.models.data.augment import apply_rest_change, random_rest_change
-from kirin.models.data.cache import procedural_frame
 
 
 def test_augmented_features_match_a_rig_built_with_that_rest():

@@ -187,7 +187,8 @@ def test_eval_command_writes_every_row_and_key(library, tiny_evaluator, capsys):
 
 def test_bounds_command_writes_the_library_quantiles_into_the_model_card(library, tmp_path):
     from kirin.cli.main import main
-    from kirin.models.eval.evaluate import BONE_TOLERANCE, data_bounds, within_bounds
+    from kirin.kirin_addon.generate.measure import within_bounds
+    from kirin.models.eval.evaluate import BONE_TOLERANCE, data_bounds
 
     card = tmp_path / "model.json"
     card.write_text(json.dumps({"fps": 30.0}))

@@ -10,15 +10,17 @@ import torch
 from cache_support import small_cache
 
 from kirin.kirin_addon.core.motion import joint_positions
-from kirin.kirin_addon.generate.features import CHANNELS, CONTACT, YAW
-from kirin.kirin_addon.generate.request import GenerateRequest
+from kirin.kirin_addon.generate.features import CHANNELS, CONTACT, YAW, motion_features
+from kirin.kirin_addon.generate.network import GenerationError
+from kirin.kirin_addon.generate.pipeline import GeneratePipeline, SamplingOptions
+from kirin.kirin_addon.generate.request import GenerateRequest, GenerateRequestError
 from kirin.kirin_addon.library.build import BuildConfig
 from kirin.kirin_addon.library.families.build import build_creature
 from kirin.models.data.cache import FeatureCache
 from kirin.models.motion.config import DenoiserConfig, TrainConfig
 from kirin.models.motion.denoiser import Denoiser
 from kirin.models.motion.export import example_inputs, export_onnx
-from kirin.models.motion.generator import GenerationError, MotionModel, SamplingOptions
+from kirin.models.motion.generator import MotionModel
 from kirin.models.motion.train import train
 from kirin.models.onnx import OnnxDenoiser
 
@@ -77,24 +79,24 @@ def test_training_logs_checkpoints_and_resumes(trained):
 @pytest.fixture(scope="module")
 def model_and_rig(trained):
     root, _, _ = trained
-    model = MotionModel.load(root / "run")
+    pipeline = GeneratePipeline(MotionModel.load(root / "run"))
     creature = build_creature("quadruped", 7)
-    return model, creature, model.prepare_rig(creature.rig, creature.mesh)
+    return pipeline, creature, pipeline.prepare(creature.rig, creature.mesh)
 
 
 def test_same_seed_same_motion_and_guidance_matters(model_and_rig):
-    model, creature, prepared = model_and_rig
-    a = model.generate(
+    pipeline, creature, prepared = model_and_rig
+    a = pipeline.run(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5),
         SamplingOptions(construct=False, steps=4, clean=False),
     )[0]
-    b = model.generate(
+    b = pipeline.run(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5),
         SamplingOptions(construct=False, steps=4, clean=False),
     )[0]
-    c = model.generate(
+    c = pipeline.run(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5, guidance=4.0),
         SamplingOptions(construct=False, steps=4, clean=False),
@@ -116,8 +118,8 @@ def test_gait_prompts_are_made_by_construction_and_other_actions_by_the_network(
     """A prompt whose every segment is a gait goes to the gait controllers on the rig's own legs (no
     sampling, contacts per foot, variants differ); an action the controllers do not make, a loop, or
     kept keys go to the network."""
-    model, creature, prepared = model_and_rig
-    made = model.generate(prepared, GenerateRequest("a dog walking, then trotting", frames=48, seed=2,
+    pipeline, creature, prepared = model_and_rig
+    made = pipeline.run(prepared, GenerateRequest("a dog walking, then trotting", frames=48, seed=2,
                                                     variants=2), SamplingOptions(steps=2))
     assert [m.report["path"] for m in made] == ["constructed"] * 2
     assert made[0].report["gaits"] == ["walk", "trot"]
@@ -126,13 +128,13 @@ def test_gait_prompts_are_made_by_construction_and_other_actions_by_the_network(
     assert np.abs(made[0].motion.rotations - made[1].motion.rotations).max() > 1e-3
     for request in (GenerateRequest("a dog wags its tail", frames=24),
                     GenerateRequest("a dog trotting", frames=32, loop=True)):
-        out = model.generate(prepared, request, SamplingOptions(steps=2))[0]
+        out = pipeline.run(prepared, request, SamplingOptions(steps=2))[0]
         assert out.report.get("path") != "constructed"
 
 
 def test_variants_differ_and_frames_odd_lengths(model_and_rig):
-    model, _, prepared = model_and_rig
-    out = model.generate(
+    pipeline, _, prepared = model_and_rig
+    out = pipeline.run(
         prepared,
         GenerateRequest("a dog walking", frames=21, seed=1, variants=2),
         SamplingOptions(construct=False, steps=3, clean=False),
@@ -142,13 +144,12 @@ def test_variants_differ_and_frames_odd_lengths(model_and_rig):
 
 
 def test_inpainted_frames_are_kept_exactly(model_and_rig):
-    model, creature, prepared = model_and_rig
-    from kirin.kirin_addon.generate.features import motion_features
+    pipeline, creature, prepared = model_and_rig
     from kirin.kirin_addon.library.controllers.dispatch import generate
 
     keep = generate(creature, "walk", 2, frames=24).motion
     frames = np.array([0, 1, 2, 3, 20, 21, 22, 23])
-    out = model.generate(
+    out = pipeline.run(
         prepared,
         GenerateRequest("a dog walking", frames=24, seed=3, keep=keep, keep_frames=frames),
         SamplingOptions(steps=4, clean=False),
@@ -167,7 +168,7 @@ def test_inpainted_frames_are_kept_exactly(model_and_rig):
     )
     assert dots.min() > 1 - 1e-6
     # With the clean-up too (it moves legs and lifts the root): every kept frame exactly as keyed.
-    cleaned = model.generate(
+    cleaned = pipeline.run(
         prepared,
         GenerateRequest("a dog walking", frames=24, seed=3, keep=keep, keep_frames=frames),
         SamplingOptions(steps=4),
@@ -179,14 +180,13 @@ def test_inpainted_frames_are_kept_exactly(model_and_rig):
 
 def test_kept_joints_are_kept_exactly_and_the_rest_generated(model_and_rig):
     """Joint-level inpainting: an animator's keyed tail (or any joints) stays, the body is generated."""
-    model, creature, prepared = model_and_rig
-    from kirin.kirin_addon.generate.features import motion_features
+    pipeline, creature, prepared = model_and_rig
     from kirin.kirin_addon.library.controllers.dispatch import generate
 
     keep = generate(creature, "walk", 2, frames=24).motion
     joints = np.array([j for j, name in enumerate(creature.rig.names) if "tail" in name.lower()][:4])
     assert joints.size
-    out = model.generate(
+    out = pipeline.run(
         prepared,
         GenerateRequest("a dog walking", frames=24, seed=3, keep=keep),
         SamplingOptions(steps=4, keep_joints=joints, clean=False),
@@ -196,7 +196,7 @@ def test_kept_joints_are_kept_exactly_and_the_rest_generated(model_and_rig):
     others = np.setdiff1d(np.arange(creature.rig.joint_count), joints)
     assert np.abs(out.features[:, others] - wanted[:, others]).max() > 1e-3
     with pytest.raises(GenerationError, match="Joints to keep"):
-        model.generate(
+        pipeline.run(
             prepared,
             GenerateRequest("a dog", frames=24, keep=keep),
             SamplingOptions(keep_joints=np.array([999])),
@@ -204,8 +204,8 @@ def test_kept_joints_are_kept_exactly_and_the_rest_generated(model_and_rig):
 
 
 def test_loop_ends_where_it_starts(model_and_rig):
-    model, _, prepared = model_and_rig
-    out = model.generate(
+    pipeline, _, prepared = model_and_rig
+    out = pipeline.run(
         prepared,
         GenerateRequest("a dog trotting", frames=32, seed=2, loop=True),
         SamplingOptions(steps=4, clean=False),
@@ -217,13 +217,15 @@ def test_loop_ends_where_it_starts(model_and_rig):
 
 
 def test_bad_input_is_refused(model_and_rig):
-    model, _, prepared = model_and_rig
-    with pytest.raises(GenerationError, match="prompt is empty"):
-        model.generate(prepared, GenerateRequest("   "))
-    with pytest.raises(GenerationError, match="Frames"):
-        model.generate(prepared, GenerateRequest("a dog", frames=0))
+    """The request's own check refuses what no one makes; what only the network can tell (the image
+    file) fails the run."""
+    pipeline, _, prepared = model_and_rig
+    with pytest.raises(GenerateRequestError, match="prompt is empty"):
+        GenerateRequest("   ").check()
+    with pytest.raises(GenerateRequestError, match="Frames"):
+        GenerateRequest("a dog", frames=0).check()
     with pytest.raises(GenerationError, match="does not exist"):
-        model.generate(prepared, GenerateRequest("a dog", image="/no/such/image.png"))
+        pipeline.run(prepared, GenerateRequest("a dog", image="/no/such/image.png"))
 
 
 def test_onnx_matches_torch(tmp_path):
@@ -245,8 +247,8 @@ def test_onnx_matches_torch(tmp_path):
 
 
 def test_clean_up_locks_the_predicted_contacts(model_and_rig):
-    model, creature, prepared = model_and_rig
-    out = model.generate(
+    pipeline, creature, prepared = model_and_rig
+    out = pipeline.run(
         prepared,
         GenerateRequest("a dog walking", frames=24, seed=4),
         SamplingOptions(construct=False, steps=3),
@@ -261,23 +263,23 @@ def test_clean_up_locks_the_predicted_contacts(model_and_rig):
 
 
 def test_image_only_and_precomputed_image_features(model_and_rig):
-    model, _, prepared = model_and_rig
+    pipeline, _, prepared = model_and_rig
     feature = np.random.default_rng(0).normal(size=1280).astype(np.float32)
-    a = model.generate(
+    a = pipeline.run(
         prepared,
         GenerateRequest(None, frames=16, seed=1, image=feature),
         SamplingOptions(steps=2, clean=False),
     )[0]
-    b = model.generate(
+    b = pipeline.run(
         prepared,
         GenerateRequest("a dog walking", frames=16, seed=1, image=feature),
         SamplingOptions(steps=2, clean=False),
     )[0]
     assert np.abs(a.features - b.features).max() > 1e-5  # the text matters when it is given
-    with pytest.raises(GenerationError, match="prompt, a reference image"):
-        model.generate(prepared, GenerateRequest(None, frames=16))
+    with pytest.raises(GenerateRequestError, match="prompt, a reference image"):
+        GenerateRequest(None, frames=16).check()
     with pytest.raises(GenerationError, match="1280"):
-        model.generate(prepared, GenerateRequest("a dog", frames=16, image=np.zeros(7)))
+        pipeline.run(prepared, GenerateRequest("a dog", frames=16, image=np.zeros(7)))
 
 
 def test_backend_choice(trained):
@@ -297,16 +299,17 @@ def test_torch_runner_on_a_device_samples_what_the_network_does(trained, monkeyp
 
     root, _, _ = trained
     model = MotionModel.load(root / "run")
+    pipeline = GeneratePipeline(model)
     creature = build_creature("quadruped", 7)
-    prepared = model.prepare_rig(creature.rig, creature.mesh)
-    plain = model.generate(
+    prepared = pipeline.prepare(creature.rig, creature.mesh)
+    plain = pipeline.run(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5),
         SamplingOptions(construct=False, steps=4, clean=False),
     )[0]
     model.use_torch_device("cpu")
     assert model.device == "cpu" and model.backend == "torch"
-    moved = model.generate(
+    moved = pipeline.run(
         prepared,
         GenerateRequest("a wolf trotting forward", frames=24, seed=5),
         SamplingOptions(construct=False, steps=4, clean=False),
@@ -327,61 +330,62 @@ def test_torch_runner_on_a_device_samples_what_the_network_does(trained, monkeyp
 
 # ----------------------------------------------------------------------------- retrieval from the library
 @pytest.fixture(scope="module")
-def bank(trained):
-    from kirin.models.motion.retrieval import MotionBank
-
+def cache(trained):
     root, _, _ = trained
-    return MotionBank(root / "cache")
+    return FeatureCache(root / "cache")
 
 
-def _train_record(bank, family: str) -> int:
+@pytest.fixture(scope="module")
+def bank(cache):
+    from kirin.models.motion.bank import open_bank
+
+    return open_bank(cache)
+
+
+def _train_record(cache, family: str) -> int:
     from kirin.models.data.batching import usable
 
-    return next(
-        i for i, r in enumerate(bank.cache.records) if r["family"] == family and usable(r, "train")
-    )
+    return next(i for i, r in enumerate(cache.records) if r["family"] == family and usable(r, "train"))
 
 
-def test_bank_finds_the_clip_a_caption_describes(model_and_rig, bank):
-    model, _, _ = model_and_rig
-    index = _train_record(bank, "quadruped")
-    caption = bank.cache.captions[bank.cache.records[index]["captions"][0]]
-    vector = model.text_encoder.encode_sentences([caption])[0]
+def test_bank_finds_the_clip_a_caption_describes(model_and_rig, cache, bank):
+    pipeline, _, _ = model_and_rig
+    index = _train_record(cache, "quadruped")
+    caption = bank.captions[bank.clips[index].captions[0]]
+    vector = pipeline.network.embed_text(caption)
     best_record, best_caption, score = bank.search(vector, count=3)[0]
-    assert bank.cache.captions[best_caption] == caption and score > 0.99
-    assert bank.cache.records[best_record]["action"] == bank.cache.records[index]["action"]
-    assert (bank.cache.folder / "sentences.npy").exists()  # computed once, kept beside the cache
+    assert bank.captions[best_caption] == caption and score > 0.99
+    assert cache.records[best_record]["action"] == cache.records[index]["action"]
+    assert (cache.folder / "sentences.npy").exists()  # computed once, kept beside the cache
 
 
-def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig, bank):
-    from kirin.models.motion.retrieval import RetrievalConfig, fit_length, retime, retime_rows
+def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig, cache, bank):
+    from kirin.kirin_addon.generate.retrieval import RetrievalConfig, fit_length, retime, retime_rows
 
-    model, creature, prepared = model_and_rig
-    index = _train_record(bank, "quadruped")
-    record = bank.cache.records[index]
-    caption = bank.cache.captions[record["captions"][0]]
-    vector = model.text_encoder.encode_sentences([caption])[0]
+    pipeline, creature, prepared = model_and_rig
+    index = _train_record(cache, "quadruped")
+    caption = bank.captions[bank.clips[index].captions[0]]
+    vector = pipeline.network.embed_text(caption)
     found = bank.retrieve(vector, creature.rig, prepared.canon.frame, prepared.feet, count=3)
     assert found and found[0].score > 0.99
     for item in found:  # only creatures with the rig's build
-        assert bank.cache.records[item.record]["family"] == "quadruped"
+        assert cache.records[item.record]["family"] == "quadruped"
         assert item.motion.joint_count == creature.rig.joint_count and item.mapped >= 0.7
-    bird = bank.cache.records[_train_record(bank, "bird")]
-    hopper = model.text_encoder.encode_sentences([bank.cache.captions[bird["captions"][0]]])[0]
+    bird = bank.clips[_train_record(cache, "bird")]
+    hopper = pipeline.network.embed_text(bank.captions[bird.captions[0]])
     for item in bank.retrieve(hopper, creature.rig, prepared.canon.frame, prepared.feet, count=3):
-        assert bank.cache.records[item.record]["family"] != "bird"  # two feet do not drive four
+        assert cache.records[item.record]["family"] != "bird"  # two feet do not drive four
 
     as_is = RetrievalConfig(strength=0.0)
-    out = model.generate(
+    out = pipeline.run(
         prepared,
         GenerateRequest(caption, frames=30),
         SamplingOptions(construct=False, bank=bank, retrieval=as_is, clean=False),
     )[0]
     assert out.report["retrieved"]["caption"] == found[0].caption
-    loops = bool(bank.cache.records[found[0].record].get("loop"))
+    loops = bank.clips[found[0].record].loop
     played = retime(found[0].motion, 30, loops)
-    expected = fit_length(model._features(prepared, played), 32, loops)[:30] * model.std.numpy()
-    expected += model.mean.numpy()
+    expected = fit_length(motion_features(prepared.canon, creature.rig, played).features, 32, loops)[:30]
     # The clip, unchanged — with the library's own contact labels on the rig's feet.
     assert found[0].contacts is not None and found[0].contacts.shape[1] == prepared.feet.size
     planted = fit_length(retime_rows(found[0].contacts, played.frame_count)[:, :, None], 32, loops)[:30, :, 0]
@@ -389,7 +393,7 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     expected[:, prepared.feet, CONTACT] = out.features[:, prepared.feet, CONTACT]
     assert np.abs(out.features - expected).max() < 1e-4
 
-    edited = model.generate(
+    edited = pipeline.run(
         prepared,
         GenerateRequest(caption, frames=30),
         SamplingOptions(construct=False, bank=bank, retrieval=RetrievalConfig(strength=0.5), steps=4,
@@ -398,7 +402,7 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     assert "retrieved" in edited.report and np.abs(edited.features - out.features).max() > 1e-3
     # In-betweening: the network blends the kept frames into the retrieved clip; they come back exact.
     frames = np.array([0, 1, 2, 27, 28, 29])
-    kept = model.generate(
+    kept = pipeline.run(
         prepared,
         GenerateRequest(caption, frames=30, keep=out.motion, keep_frames=frames),
         SamplingOptions(construct=False, bank=bank, retrieval=as_is, steps=4, clean=False),
@@ -408,7 +412,7 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
     assert np.abs(kept.features[frames, :, :CONTACT] - out.features[frames, :, :CONTACT]).max() < 1e-4
     # More variants than clips found: the rest are variations of them, never copies.
     exact = RetrievalConfig(strength=0.0, min_score=0.999)
-    many = model.generate(
+    many = pipeline.run(
         prepared,
         GenerateRequest(caption, frames=30, variants=3),
         SamplingOptions(construct=False, bank=bank, retrieval=exact, steps=4, clean=False),
@@ -419,7 +423,7 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
         for b in range(a + 1, 3):
             assert np.abs(many[a].features - many[b].features).max() > 1e-3
     strict = RetrievalConfig(min_score=1.01)  # nothing is that close: plain generation
-    plain = model.generate(
+    plain = pipeline.run(
         prepared,
         GenerateRequest(caption, frames=30),
         SamplingOptions(construct=False, bank=bank, retrieval=strict, steps=2, clean=False),
@@ -429,7 +433,7 @@ def test_generation_starts_from_a_retrieved_clip_that_fits_the_rig(model_and_rig
 
 def test_retime_plays_one_shots_to_length_and_keeps_loops():
     from kirin.kirin_addon.core.motion import Motion
-    from kirin.models.motion.retrieval import MAX_STRETCH, fit_length, retime
+    from kirin.kirin_addon.generate.retrieval import MAX_STRETCH, fit_length, retime
 
     count = 40
     root = np.zeros((count, 3))
@@ -522,24 +526,23 @@ def test_the_sentence_reaches_every_token():
         assert (net(**off) - net(**off_other)).abs().max() < 1e-6  # no text: the prompt is ignored
 
 
-def test_default_bank_is_built_found_and_used(trained, tmp_path, monkeypatch):
-    from kirin.models.motion.retrieval import build_bank, default_bank_folder, open_default_bank
+def test_default_bank_is_built_found_and_used(tmp_path, monkeypatch):
+    from kirin.models.motion.bank import build_bank, default_bank_folder, load_bank, open_default_bank
 
-    root, _, _ = trained
     monkeypatch.setenv("KIRIN_BANK", str(tmp_path / "bank"))
     assert default_bank_folder() == tmp_path / "bank" and open_default_bank() is None
-    assert MotionModel.load(root / "run", bank="default").bank is None  # not built: plain generation
+    assert load_bank("default") is None  # not built: plain generation
     cache = build_bank(clips=8, seed=5, workers=1, progress=False)
     records = FeatureCache(cache).records
     assert len(records) == 8 and all(r["split"] == "train" for r in records)  # every clip searchable
-    model = MotionModel.load(root / "run", bank="default")
-    assert model.bank is not None and model.bank.cache.folder == cache
+    bank = load_bank("default")
+    assert bank is not None and bank.source == f"cache {cache}" and len(bank.clips) == 8
     with pytest.raises(GenerationError, match="motion bank"):
-        MotionModel.load(root / "run", bank=tmp_path / "nowhere")
+        load_bank(tmp_path / "nowhere")
 
 
 def test_retrieval_passes_over_clips_travelling_another_way():
-    from kirin.models.motion.retrieval import _same_travel
+    from kirin.kirin_addon.generate.retrieval import _same_travel
 
     walk_back = {"direction": "backward", "speed": 1.0}
     assert not _same_travel("forward", walk_back)
@@ -565,8 +568,8 @@ def test_learning_rate_warms_up_and_decays():
 def test_stance_slide_tells_a_clip_whose_feet_stay_planted():
     from kirin.kirin_addon.core.canonical import canonical_rig
     from kirin.kirin_addon.core.motion import Motion
+    from kirin.kirin_addon.generate.retrieval import _stance_slide
     from kirin.kirin_addon.library.controllers.dispatch import generate
-    from kirin.models.motion.retrieval import _stance_slide
 
     creature = build_creature("quadruped", 7)
     clip = generate(creature, "walk", 0, frames=60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.core.canonical import canonical_rig
+from kirin.kirin_addon.core.canonical import canonical_rig, procedural_frame
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.core.rotations import matrix_to_quat, quat_multiply
 from kirin.kirin_addon.generate.features import (
@@ -16,7 +16,6 @@ from kirin.kirin_addon.generate.features import (
 )
 from kirin.kirin_addon.library.controllers.dispatch import generate
 from kirin.kirin_addon.library.families.build import build_creature
-from kirin.models.data.cache import procedural_frame
 
 Y_UP_CM = np.array([[100.0, 0, 0, 5], [0, 0, 100.0, 2], [0, -100.0, 0, 1], [0, 0, 0, 1]])
 

@@ -4,77 +4,34 @@ Nearest-neighbour retrieval by caption beats a small diffusion model trained on 
 many prompts (models/weights/motion/MODEL_CARD.md). So Generate Motion does not have to be worse:
 when a library clip's caption is close to the prompt and that clip's creature has the rig's
 build (same number of feet, most joints mapped), the clip is retargeted onto the rig
-(kirin_addon/retarget/retargeter.py) and generation starts from it, noised part-way (SDEdit in
-`Diffusion.sample_ddim`). The network then reshapes it for this rig, prompt and image; where
-nothing fits, generation starts from pure noise as before.
+(kirin_addon/retarget/retargeter.py) and generation starts from it, noised part-way (SDEdit). The
+network then reshapes it for this rig, prompt and image; where nothing fits, generation starts
+from pure noise as before.
 
-The bank is a feature cache (models/data/cache.py: captions, their MiniLM token features, clip
-paths and splits) whose clip files are still on disk; only its training clips are searched.
-`build_bank` makes the default one (a procedural library, every clip searchable) where
-`default_bank_folder` says; `kirin bank build` runs it, and any cache of the user's own library
-(authored clips ingested with `kirin data ingest`) can serve instead.
+The bank holds what the search needs in memory (every caption's MiniLM sentence vector, the
+network's text embedding) and reads a clip's file only when its caption is close. A feature cache
+becomes a bank in models/motion/bank.py (`open_bank`, and `kirin bank build` for the default one);
+the search and the retargeting are here, numpy only.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ...kirin_addon.core.canonical import CanonicalFrame, CanonicalRig, canonical_rig
-from ...kirin_addon.core.motion import Motion
-from ...kirin_addon.core.rig import Rig
-from ...kirin_addon.generate.features import CONTACT
-from ..data.batching import usable
-from ..data.cache import FeatureCache, load_record_clip, rig_key
-from ..encoders.text import sentence_vectors
+from ..core.canonical import CanonicalFrame, CanonicalRig, canonical_rig, procedural_frame
+from ..core.motion import Motion, joint_positions
+from ..core.rig import Rig, rig_key
+from ..io.clip import Clip, load_clip
+from ..retarget.joint_mapping import auto_map_joints
+from ..retarget.retargeter import retarget
+from .features import CONTACT
 
 MIDLINE = 0.015  # body sizes from the midline: a foot nearer than this is a tail tip, not a leg
 MAX_STRETCH = 1.5  # a one-shot clip may be played up to this much faster or slower to fit the length
-SENTENCES_FILE = "sentences.npy"  # the bank's caption sentence vectors, written into the cache once
-BANK_ENV = "KIRIN_BANK"  # overrides where the default bank lives
-BANK_CLIPS = 1200  # default bank size: ≈150 procedural creatures, every family and action
-BANK_SEED = 7
-
-
-def default_bank_folder() -> Path:
-    """$KIRIN_BANK, else ~/.cache/kirin/bank (XDG_CACHE_HOME respected): the bank's library and cache."""
-    if os.environ.get(BANK_ENV):
-        return Path(os.environ[BANK_ENV])
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "kirin" / "bank"
-
-
-def build_bank(
-    folder: str | Path | None = None,
-    clips: int = BANK_CLIPS,
-    seed: int = BANK_SEED,
-    workers: int = 2,
-    progress: bool = True,
-) -> Path:
-    """A procedural library under `folder`/library and its feature cache under `folder`/cache (the
-    bank: every clip searchable, no held-out splits); returns the cache folder."""
-    from ...kirin_addon.library.build import BuildConfig, build_library
-    from ..data.cache import build_cache
-    from ..encoders.image import load_image_encoder
-    from ..encoders.text import load_text_encoder
-
-    folder = Path(folder) if folder else default_bank_folder()
-    config = BuildConfig(clips=clips, seed=seed, test_fraction=0.0, zero_shot_family="", workers=workers)
-    build_library(folder / "library", config, progress=progress)
-    build_cache(
-        [folder / "library"], folder / "cache", load_text_encoder(), load_image_encoder(), progress=progress
-    )
-    MotionBank(folder / "cache")  # computes and keeps the sentence vectors now, not at first use
-    return folder / "cache"
-
-
-def open_default_bank() -> MotionBank | None:
-    """The default bank when it has been built (`kirin bank build`), else None."""
-    cache = default_bank_folder() / "cache"
-    return MotionBank(cache) if (cache / "clips.json").exists() else None
 
 
 @dataclass
@@ -94,9 +51,22 @@ class RetrievalConfig:
     strength: float = 0.0
 
 
+@dataclass(frozen=True)
+class BankClip:
+    """One clip of the bank's library, as much as the search needs before its file is read."""
+
+    path: Path  # the clip file (kirin_addon/io/clip.py)
+    creature: int  # the bank's index of its rig: how a creature fits a rig is worked out once
+    procedural: bool  # built canonical (only scaled); an authored clip's frame is detected
+    loop: bool  # its last pose flows into its first: it may be tiled
+    captions: tuple[int, ...]  # indices into the bank's captions
+    searchable: bool  # a clip the search may return (a training clip with captions)
+    features: np.ndarray  # (T,J,C) its motion features (memory-mapped): the library's exact contacts
+
+
 @dataclass
 class Retrieved:
-    record: int  # index into the bank's cache records
+    record: int  # index into the bank's clips
     caption: str
     score: float
     motion: Motion  # retargeted onto the rig, in the rig's own space
@@ -108,38 +78,29 @@ class Retrieved:
 
 
 class MotionBank:
-    """The training clips of a feature cache, searchable by caption."""
+    """A library's clips, searchable by caption: `vectors` (N,384) holds the sentence vector of each
+    of the `captions`; `source` names the library in messages."""
 
-    def __init__(self, cache: FeatureCache | str | Path, split: str = "train"):
-        self.cache = cache if isinstance(cache, FeatureCache) else FeatureCache(cache)
+    def __init__(
+        self, clips: Sequence[BankClip], captions: Sequence[str], vectors: np.ndarray, source: str = ""
+    ):
+        self.clips = list(clips)
+        self.captions = list(captions)
+        self.source = source
         owners, ids = [], []
-        for i, record in enumerate(self.cache.records):
-            if usable(record, split):
-                owners += [i] * len(record["captions"])
-                ids += record["captions"]
+        for i, clip in enumerate(self.clips):
+            if clip.searchable:
+                owners += [i] * len(clip.captions)
+                ids += clip.captions
         if not ids:
-            raise ValueError(f"No {split} clips with captions in {self.cache.folder}")
-        self._fits: dict[tuple[int, str], _Fit] = {}  # (bank rig, target rig key) → how they fit
+            raise ValueError(f"No clips with captions to search in {source or 'the bank'}")
+        self._fits: dict[tuple[int, str], _Fit] = {}  # (bank creature, target rig key) → how they fit
         self.owners = np.asarray(owners, dtype=np.int64)
         self.caption_ids = np.asarray(ids, dtype=np.int64)
-        self.vectors = self._sentences()[self.caption_ids]
-
-    def _sentences(self) -> np.ndarray:
-        """Every caption's sentence vector, computed once and kept beside the cache (fp16)."""
-        path = self.cache.folder / SENTENCES_FILE
-        if path.exists():
-            vectors = np.load(path)
-            if len(vectors) == len(self.cache.captions):
-                return vectors.astype(np.float32)
-        vectors = sentence_vectors(self.cache.text_tokens, self.cache.text_masks)
-        try:
-            np.save(path, vectors.astype(np.float16))
-        except OSError:
-            pass  # a read-only cache is searched all the same, just computed each time
-        return vectors
+        self.vectors = np.asarray(vectors, np.float32)[self.caption_ids]
 
     def search(self, vector: np.ndarray, count: int = 8) -> list[tuple[int, int, float]]:
-        """The `count` clips whose best caption is closest to a sentence vector: (record, caption id,
+        """The `count` clips whose best caption is closest to a sentence vector: (clip, caption id,
         cosine), best first."""
         scores = self.vectors @ np.asarray(vector, np.float32).reshape(-1)
         best: dict[int, tuple[int, float]] = {}
@@ -150,6 +111,16 @@ class MotionBank:
                 if len(best) == count:
                     break
         return [(owner, caption, score) for owner, (caption, score) in best.items()]
+
+    def load(self, index: int) -> tuple[Clip, CanonicalFrame | None]:
+        """A clip's file and the canonical frame its features were computed in (None: an authored
+        clip, whose frame is detected)."""
+        clip = self.clips[index]
+        if not clip.path.exists():
+            where = self.source or "the bank"
+            raise ValueError(f"The clip file {clip.path} of {where} is gone; this needs the clips")
+        loaded = load_clip(clip.path)
+        return loaded, procedural_frame(loaded.rig) if clip.procedural else None
 
     def retrieve(
         self,
@@ -166,8 +137,6 @@ class MotionBank:
         `direction` (kirin_addon.library.captions.phrasing.DIRECTIONS, e.g. from `stated_direction` of
         the prompt): clips travelling another way are passed over — sentence vectors barely tell
         "forward" from "backwards"."""
-        from ...kirin_addon.retarget.retargeter import retarget
-
         config = config or RetrievalConfig()
         target = CanonicalRig(rig.transformed(frame.matrix()), frame, np.asarray(feet))
         target_key = rig_key(rig)
@@ -177,11 +146,11 @@ class MotionBank:
         for record, caption, score in results:
             if score < config.min_score or score < best - config.within:
                 break
-            pair = (int(self.cache.records[record]["rig"]), target_key)
+            pair = (self.clips[record].creature, target_key)
             fit = self._fits.get(pair)
             if fit is not None and not fit.fits(config):
                 continue  # this creature was already found not to fit the rig: not even loaded
-            clip, source_frame = load_record_clip(self.cache, record)
+            clip, source_frame = self.load(record)
             if not _same_travel(direction, clip.metadata):
                 continue
             if fit is None:
@@ -193,28 +162,31 @@ class MotionBank:
             )
             contacts = None
             if any(f is not None for f in fit.foot_sources):
-                # A foot that follows none of the clip's (a tail tip resting on the ground) is never
-                # planted; the others take the clip's labels, and must not slide under them.
-                planted = self.cache.features(record)[:, :, CONTACT] > 0.5
-                contacts = np.zeros((len(planted), len(fit.foot_sources)), dtype=bool)
-                for column, source_foot in enumerate(fit.foot_sources):
-                    if source_foot is not None:
-                        contacts[:, column] = planted[:, source_foot]
+                contacts = self._contacts(record, fit)
                 if _stance_slide(result.motion, rig, target, contacts) > config.max_slide:
                     continue
             found.append(
-                Retrieved(record, self.cache.captions[caption], score, result.motion, fit.mapped, contacts)
+                Retrieved(record, self.captions[caption], score, result.motion, fit.mapped, contacts)
             )
             if len(found) == count:
                 break
         return found
 
+    def _contacts(self, record: int, fit: _Fit) -> np.ndarray:
+        """(T,F) the clip's contact labels for the rig's feet. A foot that follows none of the clip's
+        (a tail tip resting on the ground) is never planted; the others take the clip's labels, and
+        must not slide under them."""
+        planted = np.asarray(self.clips[record].features, dtype=np.float32)[:, :, CONTACT] > 0.5
+        contacts = np.zeros((len(planted), len(fit.foot_sources)), dtype=bool)
+        for column, source_foot in enumerate(fit.foot_sources):
+            if source_foot is not None:
+                contacts[:, column] = planted[:, source_foot]
+        return contacts
+
 
 def _stance_slide(motion: Motion, rig: Rig, target: CanonicalRig, contacts: np.ndarray) -> float:
     """Mean horizontal speed (body sizes/s) of the rig's feet in the frames the clip says they are
     planted (contacts (T,F) in the order of target.feet)."""
-    from ...kirin_addon.core.motion import joint_positions
-
     if not contacts.any() or motion.frame_count < 2:
         return 0.0
     feet = np.asarray(target.feet, dtype=np.int64)
@@ -237,8 +209,6 @@ class _Fit:
 
     @classmethod
     def of(cls, source: CanonicalRig, target: CanonicalRig) -> _Fit:
-        from ...kirin_addon.retarget.joint_mapping import auto_map_joints
-
         mapping = auto_map_joints(source.rig, target.rig)
         mapped = sum(v is not None for v in mapping.values()) / target.rig.joint_count
         near = _near_feet(source.rig, source.feet)
@@ -314,8 +284,8 @@ def retime_rows(values: np.ndarray, frames: int) -> np.ndarray:
 
 
 def fit_length(features: np.ndarray, frames: int, loop: bool) -> np.ndarray:
-    """(T,J,C) → (frames,J,C): cut, or lengthened by repeating a looping clip or holding the last
-    frame's features (its velocities carry on) of a clip that does not loop."""
+    """(T,...) → (frames,...): cut, or lengthened by repeating a looping clip or holding the last
+    frame's values (its velocities carry on) of a clip that does not loop."""
     if len(features) >= frames:
         return features[:frames]
     if loop:
