@@ -135,6 +135,33 @@ def test_generate_request_is_plain_json(creature):
     assert json.loads(json.dumps(body, allow_nan=False))["keep"]["frames"] == [0, 3]
 
 
+def test_a_decoded_generate_request_is_checked_once_by_its_own_check(creature, monkeypatch):
+    """The wire format decodes the fields' kinds and leaves what may be asked to
+    `GenerateRequest.check`, which it calls once."""
+    from kirin.kirin_addon.backend.protocol import generate_from_json
+    from kirin.kirin_addon.generate.request import GenerateRequestError
+
+    keep = Motion.rest(creature.rig, 4)
+    body = generate_to_json(creature.rig, GenerateRequest("a dog", frames=8, keep=keep, keep_frames=[3, 0]))
+    checks = []
+    original = GenerateRequest.check
+    monkeypatch.setattr(GenerateRequest, "check", lambda self: checks.append(self) or original(self))
+    rig, mesh, request = generate_from_json(body)
+    assert len(checks) == 1 and checks[0] is request and mesh is None
+    assert request.keep_frames.tolist() == [0, 3] and rig.joint_count == creature.rig.joint_count
+    for changes, words in (({"prompt": "  "}, "prompt is empty"), ({"frames": 0}, "Frames must be from 1"),
+                           ({"variants": 17}, "Variants"), ({"fps": 0.01}, "frame rate"),
+                           ({"guidance": 101.0}, "Guidance"), ({"prompt": "a" * 2001}, "2001 characters"),
+                           ({"prompt": None}, "prompt, a reference image"),
+                           ({"keep": {**body["keep"], "frames": [7]}}, r"keep.frames\) must lie in 0..3")):
+        with pytest.raises(GenerateRequestError, match=words):
+            generate_from_json({**body, **changes})
+    for changes, words in (({"frames": "8"}, "frames must be a whole number"), ({"fps": True}, "fps must be"),
+                           ({"prompt": 3}, "prompt: expected text"), ({"loop": 1}, "loop")):
+        with pytest.raises(ProtocolError, match=words):
+            generate_from_json({**body, **changes})
+
+
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
     names = set()
