@@ -11,7 +11,7 @@ procedural creatures of both families, whose skeleton is known exactly):
    when it has none (modular humanoids, procedural creatures). That is the ground truth;
 2. strip rig and weights (`headless_bind.strip_rig`); fit the template on all meshes joined
    (`BindPipeline.fit`: the fit needs the whole body) and build the fitted armature in Blender
-   (`scene_io.create_armature`);
+   (`scene_io.rig.create_armature`);
 3. skin the meshes on that one fitted armature six ways: Kirin's robust transfer and Kirin's
    10-NN from the fitted template mesh (cut to 4 influences, on the joined mesh, as Auto-Bind
    does), Kirin's bone heat on the mesh itself ("heat", `kirin_addon/bind/heat_weights.py`) and the
@@ -91,9 +91,17 @@ from kirin.kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, 
 from kirin.kirin_addon.eval.skeleton import Skeleton, skeleton_distances, skinning_joints  # noqa: E402
 from kirin.kirin_addon.library.families.build import build_creature  # noqa: E402
 from kirin.kirin_addon.retarget.retargeter import RetargetResult, retarget  # noqa: E402
-from kirin.operators import scene_io  # noqa: E402
 from kirin.operators.headless import bind as headless_bind  # noqa: E402
 from kirin.operators.headless import common as headless  # noqa: E402
+from kirin.operators.scene_io.action import write_action  # noqa: E402
+from kirin.operators.scene_io.arrays import object_matrix  # noqa: E402
+from kirin.operators.scene_io.mesh import (  # noqa: E402
+    create_skinned_mesh,
+    evaluated_mesh_vertices,
+    read_skinned_mesh,
+    read_surface,
+)
+from kirin.operators.scene_io.rig import create_armature, evaluated_pose, read_rig  # noqa: E402
 
 if TYPE_CHECKING:  # torch is imported only when fitting
     from kirin.kirin_addon.bind.pipeline import FitResult
@@ -209,25 +217,25 @@ def import_character(source) -> tuple[bpy.types.Object, list[bpy.types.Object], 
         return arm, meshes, None
     family, seed = source
     creature = build_creature(family, seed)
-    arm = scene_io.create_armature(creature.rig, f"{creature.species} {seed}")
-    body = scene_io.create_skinned_mesh(creature.mesh, arm, creature.rig, f"{creature.species} {seed} Body")
+    arm = create_armature(creature.rig, f"{creature.species} {seed}")
+    body = create_skinned_mesh(creature.mesh, arm, creature.rig, f"{creature.species} {seed} Body")
     return arm, [body], creature
 
 
 def record_subject(name: str, source, frames: int, rng: np.random.Generator) -> tuple[Subject, list]:
     """Import, read the artist's rig/meshes/weights and its deformed meshes, then strip the rig."""
     arm, meshes, creature = import_character(source)
-    rig = scene_io.read_rig(arm)
-    skinned = [scene_io.read_skinned_mesh(obj, arm, rig) for obj in meshes]
+    rig = read_rig(arm)
+    skinned = [read_skinned_mesh(obj, arm, rig) for obj in meshes]
     vertices = np.concatenate([m.vertices for m in skinned])  # armature space
     weights = np.concatenate([support.dense_weights(m, rig.joint_count) for m in skinned])
     arm.data.pose_position = "POSE"
     poses, pose_source = support.character_poses(arm, rig, frames, rng)
     # Blender's own deformation of the last sampled pose checks the numpy ground truth.
-    blender_last = np.concatenate([scene_io.evaluated_mesh_vertices(obj, arm) for obj in meshes])
+    blender_last = np.concatenate([evaluated_mesh_vertices(obj, arm) for obj in meshes])
     poses = np.concatenate([rig.rest[None], poses])
     truth = deform(vertices, support.sparse_weights(weights), rig.rest, poses)
-    world = scene_io.object_matrix(arm)
+    world = object_matrix(arm)
     triangles, sizes = [m.triangles for m in skinned], [m.vertex_count for m in skinned]
     subject = Subject(name=name, parts=[o.name for o in meshes], part_triangles=triangles, part_sizes=sizes,
                       vertices=apply(world, vertices), rig=rig, world=world, weights=weights, poses=poses,
@@ -236,7 +244,7 @@ def record_subject(name: str, source, frames: int, rng: np.random.Generator) -> 
     subject.checks["truth_vs_blender_pct"] = float(
         np.abs(apply(world, blender_last) - subject.truth[-1]).max() / size * 100.0)
     headless_bind.strip_rig(meshes)  # from here on the meshes are unrigged
-    stripped = np.concatenate([scene_io.read_surface(obj)[0] for obj in meshes])
+    stripped = np.concatenate([read_surface(obj)[0] for obj in meshes])
     subject.checks["stripped_vs_rest_pct"] = float(np.abs(stripped - subject.vertices).max() / size * 100.0)
     return subject, meshes
 
@@ -249,8 +257,8 @@ def fit_skeleton(subject: Subject, family: str | None) -> Fitted:
     start = time.perf_counter()
     fit = BindPipeline(TorchTemplateFitter()).fit(subject.vertices, subject.triangles, family)
     seconds = time.perf_counter() - start
-    arm = scene_io.create_armature(fit.rig, "Kirin Rig")
-    rig = scene_io.read_rig(arm)
+    arm = create_armature(fit.rig, "Kirin Rig")
+    rig = read_rig(arm)
     columns = [fit.rig.names.index(n) for n in rig.names]
     return Fitted(fit, arm, rig, fit.template_weights[:, columns], seconds)
 
@@ -332,7 +340,7 @@ def template_object(fitted: Fitted) -> bpy.types.Object:
     fit = fitted.fit
     mesh = SkinnedMesh(fit.template_vertices, fit.template_triangles,
                        *support.sparse_weights(fitted.template_weights))
-    return scene_io.create_skinned_mesh(mesh, fitted.arm, fitted.rig, "Fitted template")
+    return create_skinned_mesh(mesh, fitted.arm, fitted.rig, "Fitted template")
 
 
 def welded_targets(subject: Subject, fitted: Fitted, method: str) -> tuple[list[bpy.types.Object], list]:
@@ -348,7 +356,7 @@ def welded_targets(subject: Subject, fitted: Fitted, method: str) -> tuple[list[
 def rest_index(obj: bpy.types.Object, vertices: np.ndarray) -> np.ndarray:
     """For each of `vertices` (world), the index of the object's (welded) vertex at that place."""
     rest = support.read_array(obj.data.vertices, "co", 3, np.float32).astype(np.float64)
-    return cKDTree(apply(scene_io.object_matrix(obj), rest)).query(vertices)[1]
+    return cKDTree(apply(object_matrix(obj), rest)).query(vertices)[1]
 
 
 def bone_heat_skins(subject: Subject, fitted: Fitted) -> tuple[Skin, Skin]:
@@ -402,18 +410,18 @@ def retarget_poses(subject: Subject, fitted: Fitted, align_rest: bool) -> Retarg
     """The artist's poses (rest first) onto the fitted rig, as Apply Motion From File does it."""
     motion = motion_from_world_transforms(subject.rig, subject.poses, FPS)
     source_frame = detect_canonical_frame(subject.rig, world_matrix=subject.world)
-    target_frame = detect_canonical_frame(fitted.rig, world_matrix=scene_io.object_matrix(fitted.arm))
+    target_frame = detect_canonical_frame(fitted.rig, world_matrix=object_matrix(fitted.arm))
     return retarget(subject.rig, motion, fitted.rig, mapping=None, source_frame=source_frame,
                     target_frame=target_frame, align_rest=align_rest)
 
 
 def blender_poses(fitted: Fitted, result: RetargetResult) -> np.ndarray:
     """(T,J,4,4) the retargeted motion written as an Action and evaluated by Blender."""
-    scene_io.write_action(fitted.arm, fitted.rig, result.motion.continuous(), "retargeted", frame_start=1)
+    write_action(fitted.arm, fitted.rig, result.motion.continuous(), "retargeted", frame_start=1)
     poses = []
     for frame in range(result.motion.frame_count):
         bpy.context.scene.frame_set(1 + frame)
-        poses.append(scene_io.evaluated_pose(fitted.arm, fitted.rig))
+        poses.append(evaluated_pose(fitted.arm, fitted.rig))
     return np.stack(poses)
 
 
@@ -630,7 +638,7 @@ def measure(subject: Subject, fitted: Fitted, weights: Weights, poses: np.ndarra
 def lbs_check(subject: Subject, fitted: Fitted, skin: Skin, pose: np.ndarray) -> float:
     """Max |Blender's evaluated bone-heat mesh − numpy LBS| at the last frame (the action is there)."""
     objects = [bpy.data.objects[n] for n in skin[2]["objects"]]
-    blender = np.concatenate([scene_io.evaluated_mesh_vertices(o, fitted.arm)[rest_index(o, v)]
+    blender = np.concatenate([evaluated_mesh_vertices(o, fitted.arm)[rest_index(o, v)]
                               for o, v in zip(objects, subject.split(subject.vertices), strict=True)])
     ours = deform(subject.vertices, skin[0], fitted.rig.rest, pose[None])[0]
     return float(np.abs(blender - ours).max() / subject.diagonal * 100.0)

@@ -19,7 +19,9 @@ from kirin.kirin_addon.core.motion import Motion  # noqa: E402
 from kirin.kirin_addon.core.rig import rig_from_bones  # noqa: E402
 from kirin.kirin_addon.core.rotations import quat_from_axis_angle  # noqa: E402
 from kirin.kirin_addon.core.skinning import SkinnedMesh  # noqa: E402
-from kirin.operators import scene_io  # noqa: E402
+from kirin.operators.scene_io.action import write_action  # noqa: E402
+from kirin.operators.scene_io.mesh import create_skinned_mesh, read_skinned_mesh  # noqa: E402
+from kirin.operators.scene_io.rig import create_armature  # noqa: E402
 
 BONES, FRAMES, VERTICES, REPEATS = 60, 240, 100_000, 3
 
@@ -54,14 +56,14 @@ def timed(fn) -> float:
 def main() -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
     rig = tree_rig(BONES + 1)
-    arm = scene_io.create_armature(rig, "bench")
+    arm = create_armature(rig, "bench")
     rng = np.random.default_rng(0)
     rotations = quat_from_axis_angle(rng.normal(size=(FRAMES, rig.joint_count, 3)),
                                      rng.uniform(-1, 1, (FRAMES, rig.joint_count)))
     motion = Motion(30.0, rig.heads[0] + rng.normal(size=(FRAMES, 3)) * 0.1, rotations)
 
     def bulk() -> None:
-        scene_io.write_action(arm, rig, motion, "bulk")
+        write_action(arm, rig, motion, "bulk")
 
     def keyframe_insert_loop() -> None:
         arm.animation_data_clear()
@@ -86,9 +88,9 @@ def main() -> None:
         rng.integers(0, rig.joint_count, size=(count, 4)),
         np.round(rng.dirichlet(np.ones(4), size=count), 2),
     )
-    build = timed(lambda: scene_io.create_skinned_mesh(mesh, arm, rig, "bench mesh"))
+    build = timed(lambda: create_skinned_mesh(mesh, arm, rig, "bench mesh"))
     body = bpy.data.objects["bench mesh"]
-    read = timed(lambda: scene_io.read_skinned_mesh(body, arm, rig))
+    read = timed(lambda: read_skinned_mesh(body, arm, rig))
 
     def per_vertex_baseline() -> None:
         co = [tuple(v.co) for v in body.data.vertices]

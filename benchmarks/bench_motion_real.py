@@ -156,18 +156,18 @@ def scene_fps() -> float:
     return render.fps / render.fps_base
 
 
-def generate(character: support.Character, prompt: str, options: Options):
-    """Generate Motion through the panel's settings and operator; the new action."""
+def generate(character: support.Character, prompt: str, options: Options) -> tuple[bpy.types.Action, dict]:
+    """Generate Motion through the panel's settings and operator; the new action and the run's report."""
     headless.activate(character.arm)
     scene = bpy.context.scene
     scene.frame_start = 1
     settings = scene.kirin
     settings.prompt, settings.frames = prompt, options.frames
     settings.seed, settings.variants = options.seed, 1
-    result = bpy.ops.kirin.generate_motion()
-    if result != {"FINISHED"}:
-        raise support.Unmeasurable("Generate Motion failed (Blender printed the reason above)")
-    return character.arm.animation_data.action
+    run = headless.run_operator(bpy.ops.kirin.generate_motion,
+                                "Generate Motion failed (Blender printed the reason above)",
+                                error=support.Unmeasurable)
+    return character.arm.animation_data.action, run
 
 
 def reference_problem(authored, kind: str, clip_kind: str, feet: int) -> str | None:
@@ -208,9 +208,9 @@ def run_case(character: support.Character, clip: support.Clip, options: Options)
     authored_frames, authored, authored_tracks = measure_authored(character, action, options.frames, loop)
     once = authored_frames[:authored_tracks.clip_length]
     frames = len(once) if options.authored_length and not loop else options.frames
-    made = generate(character, prompt, replace(options, frames=max(frames, 8)))
+    made, run = generate(character, prompt, replace(options, frames=max(frames, 8)))
     row["seconds_generate"] = round(time.perf_counter() - began, 3)
-    variant = headless.last_generate_run()["variants"][0]
+    variant = run["variants"][0]
     row.update({key: variant.get(key) for key in ("path", "tempo", "rig_shape")})
     generated_frames = list(range(1, max(frames, 8) + 1))
     generated, generated_tracks = measure(character, made, generated_frames)
@@ -246,7 +246,7 @@ def run_two_segments(character: support.Character, first: support.Clip, second: 
     own against the rig's authored clip of that gait (one row per half, `segment` 1 and 2)."""
     prompt = f"A {character.species} walks, then runs."
     frames = options.frames
-    made = generate(character, prompt, Options(2 * frames, options.seed, options.prompt_style, None))
+    made, _ = generate(character, prompt, Options(2 * frames, options.seed, options.prompt_style, None))
     rows = []
     for k, clip in enumerate((first, second)):
         action = bpy.data.actions[clip.action]

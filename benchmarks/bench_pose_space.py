@@ -252,9 +252,10 @@ def rest_pose_rigs(prior: PosePipeline, assets: Path, only: list[str] | None, kn
     private_blender_resources("kirin-bench-")
     import bpy
 
-    from kirin.operators import scene_io
     from kirin.operators.headless import common as headless
     from kirin.operators.headless.library import armature_actions
+    from kirin.operators.scene_io.arrays import object_matrix
+    from kirin.operators.scene_io.rig import read_rig
 
     files = [p for p in sorted(assets.rglob("*")) if p.suffix.lower() in INGEST_EXTENSIONS]
     names = {p: f"{p.parent.name}/{p.stem}" for p in files}
@@ -267,7 +268,7 @@ def rest_pose_rigs(prior: PosePipeline, assets: Path, only: list[str] | None, kn
         try:
             arm, _ = headless.import_rig_file(str(path))
             # In world axes, as `kirin data ingest` stores clips.
-            rig = scene_io.read_rig(arm).transformed(scene_io.object_matrix(arm))
+            rig = read_rig(arm).transformed(object_matrix(arm))
             if armature_actions(arm) or rig.joint_count > MAX_JOINTS:
                 continue  # clips that were not ingested are not measured from their rest pose
         except (ValueError, RuntimeError) as exc:
@@ -376,7 +377,8 @@ def blender_ik(rd: RigData, drags: list[Drag]) -> np.ndarray:
     private_blender_resources("kirin-bench-")
     import bpy
 
-    from kirin.operators import scene_io
+    from kirin.operators.scene_io.action import write_action
+    from kirin.operators.scene_io.rig import create_armature, evaluated_pose
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
@@ -390,9 +392,9 @@ def blender_ik(rd: RigData, drags: list[Drag]) -> np.ndarray:
         tip = tip_bone(rd.rig, joint)
         rig = aimed_rig(rd.rig, tip, joint)
         posed = replace(rd.posed, rig=rig)
-        arm = scene_io.create_armature(rig, f"IK {rig.names[joint]}")
+        arm = create_armature(rig, f"IK {rig.names[joint]}")
         starts = [rd.poses[drags[k].start] for k in members]
-        scene_io.write_action(arm, rig, pose_to_motion(posed, starts), "starts", frame_start=1)
+        write_action(arm, rig, pose_to_motion(posed, starts), "starts", frame_start=1)
         constraint = arm.pose.bones[rig.names[tip]].constraints.new("IK")
         constraint.target = empty
         constraint.use_tail = True
@@ -401,7 +403,7 @@ def blender_ik(rd: RigData, drags: list[Drag]) -> np.ndarray:
             start = starts[frame]
             empty.location = posed.frame.from_canonical_points(drags[k].canonical_target(start))
             scene.frame_set(1 + frame)
-            world = scene_io.evaluated_pose(arm, rig)
+            world = evaluated_pose(arm, rig)
             got = pose_from_motion(posed, motion_from_world_transforms(rig, world[None], 30.0), 0)
             out[k] = yaw_matrix(np.array(got.yaw - start.yaw)) @ got.deltas
     return out

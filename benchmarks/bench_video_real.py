@@ -58,8 +58,8 @@ from kirin.kirin_addon.generate.rig_roles import detect_roles  # noqa: E402
 from kirin.kirin_addon.video.silhouettes import background_silhouettes  # noqa: E402
 from kirin.kirin_addon.video.stills import still_silhouettes  # noqa: E402
 from kirin.kirin_addon.video.video_io import read_video  # noqa: E402
-from kirin.operators import scene_io  # noqa: E402
 from kirin.operators.headless import common as headless  # noqa: E402
+from kirin.operators.scene_io.rig import evaluated_pose  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parents[2] / "shared" / "assets"
 FREQUENCY_TOLERANCE = 0.15  # the fit's footfall frequency within this share of the video's
@@ -115,7 +115,7 @@ def body_track(character: support.Character, frames: list[int]) -> tuple[np.ndar
     rotations, positions = [], []
     for frame in frames:
         bpy.context.scene.frame_set(frame)
-        pose = scene_io.evaluated_pose(character.arm, rig)[pelvis]
+        pose = evaluated_pose(character.arm, rig)[pelvis]
         rotations.append(canonical.rotation @ pose[:3, :3] / np.linalg.norm(pose[:3, 0]))
         positions.append(canonical.to_canonical_points(pose[None, :3, 3])[0])
     rest = canonical.rotation @ rig.rest[pelvis, :3, :3]

@@ -62,8 +62,9 @@ from kirin.benchmarks.skinning_support import (  # noqa: E402
     sparse_weights,
 )
 from kirin.kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices  # noqa: E402
-from kirin.operators import scene_io  # noqa: E402
 from kirin.operators.headless import common as headless  # noqa: E402
+from kirin.operators.scene_io.mesh import create_skinned_mesh, read_skinned_mesh  # noqa: E402
+from kirin.operators.scene_io.rig import read_rig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ASSETS = ROOT.parent / "shared" / "assets"
@@ -124,16 +125,16 @@ def load_character(path: Path) -> tuple[bpy.types.Object, object, Character]:
     """Import into the current scene; each imported mesh is replaced by a part rebuilt from its
     arrays (triangulated, normalised weights), so that Blender and Kirin read the same source."""
     arm, meshes = headless.import_rig_file(str(path))
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     parts, influences = [], 0
     for obj in meshes:
-        mesh = scene_io.read_skinned_mesh(obj, arm, rig)
+        mesh = read_skinned_mesh(obj, arm, rig)
         influences = max(influences, int((mesh.joint_weights > 0).sum(axis=1).max()))
         weights = dense_weights(mesh, rig.joint_count)
         rebuilt = SkinnedMesh(mesh.vertices, mesh.triangles, *sparse_weights(weights))
         name = obj.name
         bpy.data.objects.remove(obj)
-        source = scene_io.create_skinned_mesh(rebuilt, arm, rig, f"source {name}")
+        source = create_skinned_mesh(rebuilt, arm, rig, f"source {name}")
         parts.append(Part(name, mesh.vertices, mesh.triangles, weights, source))
     return arm, rig, Character(parts, influences)
 

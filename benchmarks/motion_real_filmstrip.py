@@ -17,7 +17,8 @@ import bpy
 import numpy as np
 
 from kirin.benchmarks.motion_real_support import Character, forward_axis, use_action
-from kirin.operators import scene_io
+from kirin.operators.scene_io.arrays import object_matrix
+from kirin.operators.scene_io.rig import evaluated_pose
 
 FOLLOW = 3.0  # body sizes of travel beyond which the camera follows the body
 
@@ -130,8 +131,8 @@ def _camera(character: Character, lo: np.ndarray, hi: np.ndarray, aspect: float,
 
 def _body_centre(character: Character) -> np.ndarray:
     """The world centre of the posed skeleton's joints at the current frame."""
-    world = scene_io.object_matrix(character.arm)
-    heads = scene_io.evaluated_pose(character.arm, character.rig)[:, :3, 3]
+    world = object_matrix(character.arm)
+    heads = evaluated_pose(character.arm, character.rig)[:, :3, 3]
     return heads.mean(axis=0) @ world[:3, :3].T + world[:3, 3]
 
 

@@ -37,13 +37,14 @@ def read_case(character, clip, prompt: str, made, authored_action, authored_fram
     """One case from the scene: the generated action over its range, the authored one over its frames."""
     import bpy
 
-    from kirin.operators import scene_io
+    from kirin.operators.scene_io.action import read_action
+    from kirin.operators.scene_io.mesh import read_armature_skin
 
     arm, rig = character.arm, character.rig
-    generated = scene_io.read_action(arm, rig, made, fps=EVALUATOR_FPS)
-    authored = scene_io.read_action(arm, rig, authored_action, fps=EVALUATOR_FPS,
+    generated = read_action(arm, rig, made, fps=EVALUATOR_FPS)
+    authored = read_action(arm, rig, authored_action, fps=EVALUATOR_FPS,
                                     frame_range=(min(authored_frames), max(authored_frames)))
-    mesh = scene_io.read_armature_skin(bpy.context, arm, rig)
+    mesh = read_armature_skin(bpy.context, arm, rig)
     return RecallCase(clip.kind, prompt, rig, character.frame, mesh, generated, authored)
 
 

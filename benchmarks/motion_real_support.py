@@ -29,7 +29,9 @@ from kirin.kirin_addon.core.canonical import CanonicalFrame, detect_canonical_fr
 from kirin.kirin_addon.core.rig import Rig, side_of
 from kirin.kirin_addon.library.captions.clip_names import describe_clip_name
 from kirin.kirin_addon.library.ingest import clip_label, species_from_file
-from kirin.operators import scene_io
+from kirin.operators.scene_io.arrays import object_matrix
+from kirin.operators.scene_io.mesh import evaluated_mesh_vertices, read_vertex_groups
+from kirin.operators.scene_io.rig import evaluated_pose, read_rig
 
 CMU_DESCRIPTIONS = "bvh_cmu_subjects_01_07/cmu_descriptions.csv"
 DEFAULT_FPS = 24  # Blender's
@@ -65,7 +67,7 @@ class Part:
 
     def vertex_groups(self) -> tuple:
         if self.groups is None:
-            self.groups = scene_io.read_vertex_groups(self.obj)
+            self.groups = read_vertex_groups(self.obj)
         return self.groups
 
 
@@ -181,7 +183,7 @@ def _drop_nla(arm: bpy.types.Object) -> list:
 
 
 def _frame(arm: bpy.types.Object, rig: Rig, points: np.ndarray | None) -> CanonicalFrame:
-    world = scene_io.object_matrix(arm)
+    world = object_matrix(arm)
     to_arm = np.linalg.inv(world)
     armature_points = None if points is None else points @ to_arm[:3, :3].T + to_arm[:3, 3]
     return detect_canonical_frame(rig, world, mesh_vertices=armature_points)
@@ -195,8 +197,8 @@ def _posed_heads(arm: bpy.types.Object, rig: Rig, action) -> np.ndarray:
     """(J,3) world joint positions at the first frame of `action`."""
     use_action(arm, action)
     bpy.context.scene.frame_set(int(round(action.frame_range[0])))
-    world = scene_io.object_matrix(arm)
-    return scene_io.evaluated_pose(arm, rig)[:, :3, 3] @ world[:3, :3].T + world[:3, 3]
+    world = object_matrix(arm)
+    return evaluated_pose(arm, rig)[:, :3, 3] @ world[:3, :3].T + world[:3, 3]
 
 
 def _standing(heads: np.ndarray) -> float:
@@ -215,7 +217,7 @@ def _import_bvh(path: Path, import_rig_file) -> bpy.types.Object:
         action = arm.animation_data.action if arm.animation_data else None
         if action is None:
             raise Unmeasurable("the BVH holds no motion")
-        scores[up] = _standing(_posed_heads(arm, scene_io.read_rig(arm), action))
+        scores[up] = _standing(_posed_heads(arm, read_rig(arm), action))
     if scores["Z"] < scores["Y"]:
         clear_scene()
         arm = _import(path, import_rig_file, "Y")
@@ -232,7 +234,7 @@ def load_character(path: Path, import_rig_file) -> tuple[Character, list]:
     else:
         clear_scene()
         arm = _import(path, import_rig_file)
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     parts = moving_parts(arm)
     rest = rest_vertices(arm, parts)
     points = np.concatenate(list(rest.values())) if rest else None
@@ -241,7 +243,7 @@ def load_character(path: Path, import_rig_file) -> tuple[Character, list]:
         raise Unmeasurable(f"up is {frame.up_axis}, not world +Z")
     first = arm.animation_data.action if arm.animation_data else None
     actions = _drop_nla(arm)
-    world = scene_io.object_matrix(arm)
+    world = object_matrix(arm)
     scale = float(np.cbrt(abs(np.linalg.det(world[:3, :3]))))
     if parts:
         reference = rig.heads @ world[:3, :3].T + world[:3, 3]
@@ -262,8 +264,8 @@ def load_character(path: Path, import_rig_file) -> tuple[Character, list]:
 def part_vertices(part: Part, arm: bpy.types.Object) -> np.ndarray:
     """The part's evaluated vertices in world space (deformed by the armature, or carried by its bone)."""
     if part.bone is None:
-        local = scene_io.evaluated_mesh_vertices(part.obj, arm)  # armature space
-        world = scene_io.object_matrix(arm)
+        local = evaluated_mesh_vertices(part.obj, arm)  # armature space
+        world = object_matrix(arm)
         return local @ world[:3, :3].T + world[:3, 3]
     evaluated = part.obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
     count = len(evaluated.data.vertices)
@@ -482,7 +484,7 @@ class Tracks:
 def track(character: Character, frames: list[int]) -> Tracks:
     """Sole points, body centre and deformed vertices of the playing action at `frames`."""
     scene, arm, rig = bpy.context.scene, character.arm, character.rig
-    world = scene_io.object_matrix(arm)
+    world = object_matrix(arm)
     soles, body, kept = [], [], []
     for frame in frames:
         scene.frame_set(frame)
@@ -492,7 +494,7 @@ def track(character: Character, frames: list[int]) -> Tracks:
                           for f in character.feet])
             every = np.concatenate(list(verts.values()))
         else:
-            heads = scene_io.evaluated_pose(arm, rig)[:, :3, 3] @ world[:3, :3].T + world[:3, 3]
+            heads = evaluated_pose(arm, rig)[:, :3, 3] @ world[:3, :3].T + world[:3, 3]
             soles.append([heads[f.sole_joints].mean(0) for f in character.feet])
             every = heads
         body.append(every.mean(0))
@@ -538,6 +540,6 @@ def posed_forward(character: Character, tracks: Tracks) -> np.ndarray:
 
 def forward_axis(character: Character) -> np.ndarray:
     """The creature's forward in world space, horizontal, unit."""
-    ahead = -(scene_io.object_matrix(character.arm)[:3, :3] @ character.frame.rotation[1])
+    ahead = -(object_matrix(character.arm)[:3, :3] @ character.frame.rotation[1])
     ahead[2] = 0.0
     return ahead / max(np.linalg.norm(ahead), 1e-12)

@@ -28,6 +28,8 @@ from kirin.kirin_addon.core.rotations import quat_from_axis_angle  # noqa: E402
 from kirin.kirin_addon.core.skinning import SkinnedMesh  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
 from kirin.operators.headless.library import armature_actions  # noqa: E402
+from kirin.operators.scene_io.mesh import read_skinned_mesh  # noqa: E402
+from kirin.operators.scene_io.rig import evaluated_pose  # noqa: E402
 
 MAX_INFLUENCES = 4
 RANDOM_POSE_DEGREES = 35.0
@@ -137,7 +139,7 @@ def merge_by_distance(data: bpy.types.Mesh, distance: float) -> int:
 def read_weights(obj: bpy.types.Object, arm: bpy.types.Object, rig) -> Weights:
     """Vertex groups → (V,K) joints/weights; an object with no weight at all gives empty rows."""
     try:
-        mesh = scene_io.read_skinned_mesh(obj, arm, rig)
+        mesh = read_skinned_mesh(obj, arm, rig)
     except scene_io.SceneError:
         count = len(obj.data.vertices)
         return np.zeros((count, 1), dtype=np.int64), np.zeros((count, 1))
@@ -244,7 +246,7 @@ def clip_poses(arm: bpy.types.Object, rig, actions: list, frames: int) -> np.nda
             if slot is not None:
                 anim.action_slot = slot
         scene.frame_set(int(np.floor(frame)), subframe=float(frame - np.floor(frame)))
-        poses.append(scene_io.evaluated_pose(arm, rig))
+        poses.append(evaluated_pose(arm, rig))
     return np.stack(poses)
 
 
@@ -261,7 +263,7 @@ def random_poses(arm: bpy.types.Object, rig, frames: int, rng: np.random.Generat
         bones.foreach_set("rotation_quaternion", rotation.astype(np.float32).ravel())
         arm.update_tag()  # foreach_set does not tag the depsgraph
         bpy.context.view_layer.update()
-        poses.append(scene_io.evaluated_pose(arm, rig))
+        poses.append(evaluated_pose(arm, rig))
     return np.stack(poses)
 
 

@@ -19,7 +19,7 @@ from kirin.benchmarks import motion_real_support as support
 from kirin.kirin_addon.core.camera import PinholeCamera
 from kirin.kirin_addon.core.raster import rasterize_faces
 from kirin.kirin_addon.eval.footage import Labels, labelled_pck, mask_iou
-from kirin.operators import scene_io
+from kirin.operators.scene_io.mesh import evaluated_mesh_vertices
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def fit_mask(character: support.Character, camera: PinholeCamera, size: tuple[in
     for part in character.parts:
         if part.bone is not None:
             continue
-        vertices = scene_io.evaluated_mesh_vertices(part.obj, character.arm)
+        vertices = evaluated_mesh_vertices(part.obj, character.arm)
         part.obj.data.calc_loop_triangles()
         triangles = np.array([tri.vertices[:] for tri in part.obj.data.loop_triangles], np.int64)
         face, _ = rasterize_faces(camera.project(vertices), camera.depth(vertices), triangles, size)

@@ -1,7 +1,7 @@
 """Auto-Bind and Transfer Weights: meshes → the backend (template fit, weight transfer) → armature,
 vertex groups and an Armature modifier.
 
-Both run in the backend (scipy, torch) through `backend_ops.BackendOperator`: modal with Esc and
+Both run in the backend (scipy, torch) through `backend_task.BackendOperator`: modal with Esc and
 status-bar progress on a click, synchronous for scripts and headless runs. Nothing in the scene
 changes until the result is written, in one undo step. Meshes travel in world space; Auto-Bind's
 armature is created at the world origin, so its bones' rest transforms are the fitted bind
@@ -15,21 +15,24 @@ Mask opens in Weight Paint.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import bpy
 import numpy as np
 from bpy.props import EnumProperty, FloatProperty
 
 from ..kirin_addon.backend.results import BindResult, TransferResult, WeightSet
-from ..kirin_addon.bind.request import BindRequest, TransferRequest
+from ..kirin_addon.bind.request import BindRequest, BindRequestError, TransferRequest
 from . import scene_io
-from .common import BackendOperator, BackendTask, connect, start_task
+from .backend_task import BackendOperator, BackendTask, Written, start_task
+from .common import connect
 from .properties import FAMILY_ITEMS
-from .scene_change import SceneChange, write_failure
+from .scene_change import SceneChange
+from .scene_io.mesh import read_surface, read_vertex_groups, write_mask_group, write_vertex_groups
+from .scene_io.rig import create_armature
 
+Checked = TypeVar("Checked", BindRequest, TransferRequest)
 MASKS = {"rejected": "Kirin Rejected", "inpainted": "Kirin Inpainted", "fallback": "Kirin Fallback"}
-# What the last finished Auto-Bind made (the `kirin bind` report reads it).
-last_bind: dict = {}
 
 
 def transfer_options(settings) -> dict:
@@ -47,8 +50,17 @@ def write_masks(obj: bpy.types.Object, weights: WeightSet) -> dict[str, int]:
     """The mask vertex groups of one result; the number of vertices in each."""
     masks = {"rejected": ~weights.matched, "inpainted": weights.inpainted, "fallback": weights.fallback}
     for key, mask in masks.items():
-        scene_io.write_mask_group(obj, MASKS[key], mask)
+        write_mask_group(obj, MASKS[key], mask)
     return {key: int(mask.sum()) for key, mask in masks.items()}
+
+
+def _checked(request: Checked) -> Checked:
+    """The request's own check (BindRequest, TransferRequest), its error as the SceneError the operator
+    reports."""
+    try:
+        return request.check()
+    except BindRequestError as exc:
+        raise scene_io.SceneError(str(exc)) from None
 
 
 def _unbound(obj: bpy.types.Object) -> None:
@@ -101,12 +113,12 @@ def read_bind_input(context, family: str) -> BindInput:
     """The selected meshes' surfaces in world space, one after another, as one Auto-Bind request."""
     settings = context.scene.kirin
     pieces, left_out = meshes_to_bind(context)
-    surfaces = [scene_io.read_surface(obj) for obj in pieces]
+    surfaces = [read_surface(obj) for obj in pieces]
     offsets = np.cumsum([0] + [len(v) for v, _ in surfaces])
     vertices = np.concatenate([v for v, _ in surfaces])
     triangles = np.concatenate([t + start for (_, t), start in zip(surfaces, offsets, strict=False)])
-    binding = BindRequest(vertices, triangles, None if family == "auto" else family,
-                          settings.bind_weights.lower(), transfer_options(settings))
+    binding = _checked(BindRequest(vertices, triangles, None if family == "auto" else family,
+                                   settings.bind_weights.lower(), transfer_options(settings)))
     return BindInput([o.name for o in pieces], [len(v) for v, _ in surfaces], binding, left_out)
 
 
@@ -141,14 +153,14 @@ def write_bind(context, request: BindInput, result: BindResult) -> tuple[bpy.typ
             change.keep_vertex_groups(obj)
             change.keep_modifiers(obj)
             change.keep_parent(obj)
-        arm = scene_io.create_armature(result.rig, f"{body.name} Rig", collection)
+        arm = create_armature(result.rig, f"{body.name} Rig", collection)
         arm["kirin_template"] = result.family
         arm["kirin_fit_quality"] = result.quality
         start = 0
         for obj, count in zip(pieces, request.counts, strict=True):
             weights = _piece_weights(result.weights, start, start + count)
             start += count
-            scene_io.write_vertex_groups(obj, names, weights.joint_indices, weights.joint_weights)
+            write_vertex_groups(obj, names, weights.joint_indices, weights.joint_weights)
             for key, value in write_masks(obj, weights).items():
                 counts[key] += value
             modifier = obj.modifiers.new("Armature", "ARMATURE")
@@ -192,33 +204,28 @@ class KIRIN_OT_auto_bind(NeedsActiveMesh, BackendOperator, bpy.types.Operator):
         family = (self.family if self.properties.is_property_set("family") else settings.bind_family).lower()
         return start_task(self, lambda: BindTask(connect(context), read_bind_input(context, family)))
 
-    def _finish(self, context, task: BindTask, result: BindResult) -> set[str]:
-        try:
-            arm, counts = write_bind(context, task.request, result)
-        except Exception as exc:  # noqa: BLE001 — taken back already: say why, change nothing
-            self.report({"ERROR"}, write_failure(exc))
-            return {"CANCELLED"}
+    def _write(self, context, task: BindTask, result: BindResult) -> Written:
+        request = task.request
+        arm, counts = write_bind(context, request, result)
+        written = Written({"mesh": request.mesh, "meshes": list(request.meshes),
+                           "left_out": dict(request.left_out), "armature": arm.name, "family": result.family,
+                           "quality": result.quality, "chamfer": result.chamfer, "scores": result.scores,
+                           "method": result.method, "bones": result.rig.joint_count,
+                           "vertices": int(request.binding.vertices.shape[0]), "masks": counts,
+                           "seconds_backend": result.seconds, "weights": result.weights.stats})
         chamfer = result.chamfer.get("mean")
-        last_bind.clear()
-        last_bind.update({"mesh": task.request.mesh, "meshes": list(task.request.meshes),
-                          "left_out": dict(task.request.left_out), "armature": arm.name,
-                          "family": result.family,
-                          "quality": result.quality, "chamfer": result.chamfer, "scores": result.scores,
-                          "method": result.method, "bones": result.rig.joint_count,
-                          "vertices": int(task.request.binding.vertices.shape[0]), "masks": counts,
-                          "seconds_backend": result.seconds, "weights": result.weights.stats})
-        pieces = len(task.request.meshes)
-        text = (f"'{task.request.mesh}'" + (f" and {pieces - 1} more mesh(es)" if pieces > 1 else "")
+        pieces = len(request.meshes)
+        text = (f"'{request.mesh}'" + (f" and {pieces - 1} more mesh(es)" if pieces > 1 else "")
                 + f" bound to a {result.family} template ({result.rig.joint_count} "
                 f"bones), fit {result.quality}"
                 + (f" (Chamfer {100 * chamfer:.2f} % of its size)" if chamfer else "")
                 + f"; {counts['inpainted']} vertices inpainted"
-                + "".join(f"; '{name}' left out ({why})" for name, why in task.request.left_out.items()))
+                + "".join(f"; '{name}' left out ({why})" for name, why in request.left_out.items()))
         if result.quality == "poor":
-            self.report({"WARNING"}, text + ": check the skeleton, or pick the template by hand")
+            written.say("WARNING", text + ": check the skeleton, or pick the template by hand")
         else:
-            self.report({"INFO"}, text)
-        return {"FINISHED"}
+            written.say("INFO", text)
+        return written
 
 
 # ----------------------------------------------------------------------------- Transfer Weights
@@ -244,18 +251,18 @@ def read_transfer(context) -> tuple[TransferInput, TransferRequest]:
     targets = [o for o in context.selected_objects if o.type == "MESH" and o != source]
     if not targets:
         raise scene_io.SceneError("Select the meshes to re-skin, then the source mesh last (active).")
-    names, indices, weights = scene_io.read_vertex_groups(source)
+    names, indices, weights = read_vertex_groups(source)
     own = {i for i, n in enumerate(names) if n in MASKS.values()}  # never transfer our own masks
     weights = np.where(np.isin(indices, list(own)), 0.0, weights)
     if not np.any(weights > 0):
         raise scene_io.SceneError(f"'{source.name}' has no vertex weights to transfer.")
-    vertices, triangles = scene_io.read_surface(source)
+    vertices, triangles = read_surface(source)
     if triangles.shape[0] == 0:
         raise scene_io.SceneError(f"'{source.name}' has no faces to transfer from.")
-    surfaces = [(o.name, *scene_io.read_surface(o)) for o in targets]
+    surfaces = [(o.name, *read_surface(o)) for o in targets]
     request = TransferInput(source.name, names, [o.name for o in targets])
-    transfer = TransferRequest(vertices, triangles, names, indices, weights, surfaces,
-                               transfer_options(context.scene.kirin))
+    transfer = _checked(TransferRequest(vertices, triangles, names, indices, weights, surfaces,
+                                        transfer_options(context.scene.kirin)))
     return request, transfer
 
 
@@ -284,7 +291,7 @@ def write_transfer(context, request: TransferInput, result: TransferResult) -> d
 def _write_target(obj: bpy.types.Object, groups: list[str], weights: WeightSet, armature) -> dict:
     """One target's transferred groups and masks (and the source's Armature modifier where it has none)."""
     used = sorted(set(weights.joint_indices[weights.joint_weights > 0].tolist()))
-    scene_io.write_vertex_groups(obj, groups, weights.joint_indices, weights.joint_weights, only=used)
+    write_vertex_groups(obj, groups, weights.joint_indices, weights.joint_weights, only=used)
     counts = write_masks(obj, weights)
     if armature is not None and not any(m.type == "ARMATURE" and m.object for m in obj.modifiers):
         modifier = obj.modifiers.new("Armature", "ARMATURE")
@@ -312,18 +319,16 @@ class KIRIN_OT_transfer_weights(NeedsActiveMesh, BackendOperator, bpy.types.Oper
 
         return start_task(self, make)
 
-    def _finish(self, context, task: TransferTask, result: TransferResult) -> set[str]:
-        try:
-            counts = write_transfer(context, task.request, result)
-        except Exception as exc:  # noqa: BLE001 — taken back already: say why, change nothing
-            self.report({"ERROR"}, write_failure(exc))
-            return {"CANCELLED"}
+    def _write(self, context, task: TransferTask, result: TransferResult) -> Written:
+        counts = write_transfer(context, task.request, result)
         inpainted = sum(c["inpainted"] for c in counts.values())
         fallback = sum(c["fallback"] for c in counts.values())
-        self.report({"INFO"}, f"Weights of '{task.request.source}' on {len(counts)} mesh(es) in "
+        written = Written({"source": task.request.source, "targets": counts, "method": result.method,
+                           "seconds_backend": result.seconds})
+        written.say("INFO", f"Weights of '{task.request.source}' on {len(counts)} mesh(es) in "
                     f"{result.seconds:.1f} s ({result.method}): {inpainted} vertices inpainted"
                     + (f", {fallback} on pieces far from the source" if fallback else ""))
-        return {"FINISHED"}
+        return written
 
 
 class KIRIN_OT_show_transfer_mask(bpy.types.Operator):

@@ -1,22 +1,12 @@
-"""What every backend operator shares: reaching the backend, and one job seen from the add-on.
-
-Two paths share every step but the waiting:
-- `execute()` (scripts, the `kirin` command line, headless tests) submits the job and blocks on
-  `task.wait()`;
-- `invoke()` + `modal()` (a user's click) submits the job and returns at once; a window timer calls
-  `task.poll()` (one short `poll_once()` request), the status bar shows the progress, Esc cancels
-  the job. Nothing in the scene changes until the result is written, all in one step, so a
-  cancelled or failed job leaves the scene as it was and one Undo removes a finished one.
-
-An operator using `BackendOperator` provides `_start(context) -> BackendTask | None` (read and
-check the scene, submit) and `_finish(context, task, result) -> set` (write the result).
+"""What the operators share: reaching the backend, the character a job is about, the canonical frame
+the add-on detects on an armature (`target_frame`) and the poll of operators on an armature
+(`NeedsArmature`). One backend job seen from the add-on, and the operator that runs it, are in
+backend_task.py.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,16 +14,20 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ..kirin_addon.backend.client import BackendClient, BackendJob
+from ..kirin_addon.backend.client import BackendClient
 from ..kirin_addon.backend.process import ensure_backend, local_folders
-from ..kirin_addon.backend.results import BackendError, JobCancelledError
+from ..kirin_addon.backend.results import BackendError
+from ..kirin_addon.core.canonical import CanonicalFrame, detect_canonical_frame
 from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.core.skinning import SkinnedMesh
 from . import scene_io
-from .retarget import target_frame
+from .scene_io.arrays import object_matrix
+from .scene_io.mesh import read_armature_skin
+from .scene_io.rig import armature_from_context, deforming_armature, read_rig
 
 ADDON_ID = __package__.rpartition(".")[0]  # the add-on's module ("bl_ext.<repo>.kirin" as an extension)
 ROOT = Path(__file__).resolve().parents[1]
+NAME_LIMIT = 63  # bytes in a Blender ID name
 
 
 def preferences(context=None):
@@ -105,6 +99,32 @@ def connect(context=None, files: tuple[str, ...] = ()) -> BackendClient:
                           **extra)
 
 
+# ----------------------------------------------------------------------------- the armature acted on
+def _axis(value: str) -> str | None:
+    return None if value == "AUTO" else value
+
+
+def target_frame(arm: bpy.types.Object, rig: Rig) -> CanonicalFrame:
+    """The canonical frame of `rig` on the armature `arm`, as the add-on detects it: the armature's world
+    matrix and the user's Up/Forward settings."""
+    settings = arm.kirin
+    return detect_canonical_frame(rig, world_matrix=object_matrix(arm),
+                                  up=_axis(settings.up_axis), forward=_axis(settings.forward_axis))
+
+
+class NeedsArmature:
+    """Operators that act on the selected armature (or the armature of the selected mesh)."""
+
+    @classmethod
+    def poll(cls, context):
+        try:
+            armature_from_context(context)
+        except scene_io.SceneError as exc:
+            cls.poll_message_set(str(exc))
+            return False
+        return True
+
+
 # ----------------------------------------------------------------------------- the character a job is about
 @dataclass
 class CharacterInput:
@@ -121,9 +141,9 @@ class CharacterInput:
     @classmethod
     def from_scene(cls, context, **more: Any):
         """The selected deforming armature (and its skin) read now; `more`: the subclass's fields."""
-        arm, rig = scene_io.deforming_armature(context)
+        arm, rig = deforming_armature(context)
         to_canonical = target_frame(arm, rig).matrix()
-        mesh = scene_io.read_armature_skin(context, arm, rig, to_canonical)
+        mesh = read_armature_skin(context, arm, rig, to_canonical)
         return cls(arm.name, rig, rig.transformed(to_canonical), to_canonical, mesh, **more)
 
     def armature_to_write(self, during: str) -> tuple[bpy.types.Object, Rig]:
@@ -132,140 +152,9 @@ class CharacterInput:
         arm = bpy.data.objects.get(self.armature)
         if arm is None or arm.type != "ARMATURE":
             raise scene_io.SceneError(f"The armature '{self.armature}' is gone: nothing was written.")
-        rig = scene_io.read_rig(arm)
+        rig = read_rig(arm)
         if rig.names != self.rig.names:
             raise scene_io.SceneError(f"The bones of '{arm.name}' changed {during}: nothing was written.")
         return arm, rig
 
 
-# ----------------------------------------------------------------------------- one job
-class BackendTask:
-    """One backend job seen from the add-on: poll (modal) or wait (execute), cancel. Touches no bpy
-    data, so that the modal path is tested without timers."""
-
-    def __init__(self, job: BackendJob, label: str):
-        self.job = job
-        self.label = label  # "generating 'a wolf trotting'", "binding 'Scan'"...
-        self.started = time.perf_counter()
-
-    def poll(self) -> Any:
-        """One status request: the result once the job is done, else None. BackendError when it
-        failed or the backend stopped, JobCancelledError when it was cancelled."""
-        status = self.job.poll_once()
-        return self.job.result() if status.finished else None
-
-    def wait(self, timeout: float | None = None) -> Any:
-        return self.job.wait(timeout=timeout)
-
-    def cancel(self) -> None:
-        try:
-            self.job.cancel()
-        except BackendError:
-            pass  # a backend that is gone has nothing left to cancel
-
-    @property
-    def progress_text(self) -> str:
-        status = self.job.status
-        where = f" (queued, {status.position} ahead)" if status.state == "queued" and status.position else ""
-        return f"Kirin: {self.label} {status.progress:.0%} — {status.message}{where}. Esc cancels."
-
-
-def start_task(op, make: Callable[[], BackendTask]) -> BackendTask | None:
-    """The task `make()` starts; a scene or backend error goes to the status bar instead (None)."""
-    try:
-        return make()
-    except (scene_io.SceneError, BackendError) as exc:
-        op.report({"ERROR"}, str(exc))
-        return None
-
-
-class BackendOperator:
-    """The execute/invoke/modal/cancel of an operator that runs one backend job (a mixin before
-    bpy.types.Operator). Subclasses define `_start`, `_finish` and a `timeout` property."""
-
-    _task: BackendTask | None = None
-    _timer = None
-
-    def _start(self, context) -> BackendTask | None:
-        raise NotImplementedError
-
-    def _finish(self, context, task: BackendTask, result: Any) -> set[str]:
-        raise NotImplementedError
-
-    # ------------------------------------------------------------------ synchronous path
-    def execute(self, context):
-        task = self._start(context)
-        if task is None:
-            return {"CANCELLED"}
-        try:
-            result = task.wait(timeout=self.timeout)
-        except JobCancelledError as exc:
-            self.report({"WARNING"}, str(exc))
-            return {"CANCELLED"}
-        except BackendError as exc:
-            self.report({"ERROR"}, exc.message)
-            return {"CANCELLED"}
-        return self._finish(context, task, result)
-
-    # ------------------------------------------------------------------ modal path
-    def invoke(self, context, event):
-        if context.window is None or bpy.app.background:  # no timers headless: the synchronous path
-            return self.execute(context)
-        task = self._start(context)
-        if task is None:
-            return {"CANCELLED"}
-        self._task = task
-        wm = context.window_manager
-        self._timer = wm.event_timer_add(0.1, window=context.window)
-        wm.modal_handler_add(self)
-        wm.progress_begin(0, 100)
-        self._show(context, task.progress_text)
-        return {"RUNNING_MODAL"}
-
-    def modal(self, context, event):
-        task = self._task
-        if task is None:
-            return {"CANCELLED"}
-        if event.type == "ESC" and event.value == "PRESS":
-            task.cancel()
-            self._cleanup(context)
-            self.report({"WARNING"}, f"{self.bl_label} cancelled: nothing was changed.")
-            return {"CANCELLED"}
-        if event.type != "TIMER":  # (another timer's tick only polls a little more often)
-            return {"PASS_THROUGH"}
-        try:
-            result = task.poll()
-        except JobCancelledError as exc:
-            self._cleanup(context)
-            self.report({"WARNING"}, str(exc))
-            return {"CANCELLED"}
-        except BackendError as exc:
-            self._cleanup(context)
-            self.report({"ERROR"}, exc.message)
-            return {"CANCELLED"}
-        if result is None:
-            context.window_manager.progress_update(int(100 * task.job.status.progress))
-            self._show(context, task.progress_text)
-            return {"PASS_THROUGH"}
-        self._cleanup(context)
-        return self._finish(context, task, result)
-
-    def cancel(self, context):  # Blender ends the operator (window closed, file loaded)
-        if self._task is not None:
-            self._task.cancel()
-        self._cleanup(context)
-
-    def _show(self, context, text: str | None) -> None:
-        if context.workspace is not None:
-            context.workspace.status_text_set(text)
-        if context.area is not None:
-            context.area.header_text_set(text)
-
-    def _cleanup(self, context) -> None:
-        wm = context.window_manager
-        if self._timer is not None:
-            wm.event_timer_remove(self._timer)
-            self._timer = None
-        wm.progress_end()
-        self._show(context, None)
-        self._task = None

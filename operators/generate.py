@@ -1,13 +1,13 @@
 """Generate Motion: the selected armature (and its skinned mesh) → the backend → new Actions.
 
-The synchronous and modal paths (Esc cancels, status-bar progress) are `backend_ops.BackendOperator`'s;
+The synchronous and modal paths (Esc cancels, status-bar progress) are `backend_task.BackendOperator`'s;
 nothing in the scene changes until the result is written, all in one step, so a cancelled or failed
 job leaves the scene as it was and one Undo removes a finished one.
 
 The request goes out in the rig's canonical frame (as the add-on detects it: the armature's world
 matrix and the user's Up/Forward settings), so the backend's own detection has nothing to guess;
 the variants come back on the same bones and are brought back to armature space before
-`scene_io.write_action` keys them (it writes the pose-space basis, Blender's inverse-bind form).
+`scene_io.action.write_action` keys them (it writes the pose-space basis, Blender's inverse-bind form).
 The job machinery (`GenerationTask`) touches no bpy type, so it is tested without timers.
 """
 
@@ -26,18 +26,16 @@ from ..kirin_addon.backend.results import GenerationResult
 from ..kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_transforms, pin_frames
 from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.generate.reference_pose import posed_rig, sample_frames, standing_score
-from ..kirin_addon.generate.request import EMPTY_PROMPT, MAX_FRAMES, GenerateRequest, GenerateRequestError
+from ..kirin_addon.generate.request import MAX_FRAMES, GenerateRequest, GenerateRequestError
 from . import nla, scene_io
-from .common import BackendOperator, BackendTask, CharacterInput, connect, start_task
-from .retarget import NeedsArmature, target_frame
-from .scene_change import SceneChange, show_frames, write_failure
+from .backend_task import BackendOperator, BackendTask, Written, start_task
+from .common import NAME_LIMIT, CharacterInput, NeedsArmature, connect, target_frame
+from .scene_change import SceneChange, show_frames
+from .scene_io.action import action_key_frames, keyed_locations, read_action, write_action
+from .scene_io.rig import evaluated_pose
 
-NAME_LIMIT = 63  # bytes in a Blender ID name
 # Magic numbers of the image files a reference image may be (the backend decodes them).
 IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"BM", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*")
-
-# What the last finished Generate Motion made (the `kirin generate` report reads it).
-last_run: dict = {}
 
 
 # ----------------------------------------------------------------------------- the request
@@ -92,11 +90,11 @@ def read_request(context, settings: GenerateSettings) -> GenerateInput:
     """Check the input and read the scene; SceneError (a user-facing message) for bad input."""
     prompt = (settings.prompt or "").strip()
     image = (settings.image or "").strip()
-    if not prompt and not image:
-        raise scene_io.SceneError(EMPTY_PROMPT)
     scene = context.scene
     guidance = float(settings.guidance) if settings.guidance > 0 else None
-    generation = GenerateRequest(prompt or None, image or None, int(settings.frames),
+    # No prompt beside an image: the image alone; no prompt and no image: an empty prompt, which the
+    # request's check names as such.
+    generation = GenerateRequest(prompt or (None if image else ""), image or None, int(settings.frames),
                                  float(scene.render.fps / scene.render.fps_base), int(settings.seed),
                                  int(settings.variants), guidance, loop=bool(settings.loop))
     try:
@@ -130,7 +128,7 @@ def _stand_on_the_pose(request: GenerateInput) -> None:
     try:
         for frame in sample_frames(start, end):
             scene.frame_set(frame)
-            posed = posed_rig(request.rig, scene_io.evaluated_pose(arm, request.rig))
+            posed = posed_rig(request.rig, evaluated_pose(arm, request.rig))
             posed_frame = target_frame(arm, posed)
             if posed_frame.up_axis == rest_frame.up_axis:
                 return  # the animation stands the way the rest does: nothing to fix
@@ -161,14 +159,14 @@ def _read_keys(request: GenerateInput) -> None:
         raise scene_io.SceneError(f"In-betweening needs keyframes: '{arm.name}' has no active action.")
     generation = request.generation
     last = request.frame_start + generation.frames - 1
-    keyed = scene_io.action_key_frames(action, arm)
+    keyed = action_key_frames(action, arm)
     keyed = keyed[(keyed >= request.frame_start) & (keyed <= last)]
     if keyed.size == 0:
         raise scene_io.SceneError(
             f"In-betweening needs keyframes in frames {request.frame_start}–{last}: "
             f"'{action.name}' has none."
         )
-    keep = scene_io.read_action(arm, request.rig, action, fps=generation.fps,
+    keep = read_action(arm, request.rig, action, fps=generation.fps,
                                 frame_range=(request.frame_start, last))
     request.keep_armature = keep
     generation.keep = keep.transformed(request.to_canonical)
@@ -236,7 +234,7 @@ def write_results(context, task: GenerationTask, result: GenerationResult, set_f
     arm, rig = request.armature_to_write("while generating")
     motions = task.motions(result)
     for motion in motions:
-        scene_io.keyed_locations(rig, motion)
+        keyed_locations(rig, motion)
     names = action_names(request)
     actions = [None] * len(motions)
     track_name = context.scene.kirin.nla_track or "Kirin"
@@ -244,7 +242,7 @@ def write_results(context, task: GenerationTask, result: GenerationResult, set_f
         change.keep_animation(arm)
         # The takes first (each pushed into its own muted track), the first variant last: it stays active.
         for k in list(range(1, len(motions))) + [0]:
-            action = scene_io.write_action(arm, rig, motions[k], names[k], frame_start=request.frame_start)
+            action = write_action(arm, rig, motions[k], names[k], frame_start=request.frame_start)
             if generation.loop:
                 action.use_frame_range = True
                 action.use_cyclic = True
@@ -320,26 +318,21 @@ class KIRIN_OT_generate_motion(NeedsArmature, BackendOperator, bpy.types.Operato
             self, lambda: GenerationTask(connect(context), read_request(context, self._settings(context)))
         )
 
-    def _finish(self, context, task: GenerationTask, result: GenerationResult) -> set[str]:
-        try:
-            actions = write_results(context, task, result)
-        except Exception as exc:  # noqa: BLE001 — taken back already: say why, change nothing
-            self.report({"ERROR"}, write_failure(exc))
-            return {"CANCELLED"}
-        last_run.clear()
-        last_run.update(report_of(task, result, actions))
+    def _write(self, context, task: GenerationTask, result: GenerationResult) -> Written:
+        actions = write_results(context, task, result)
+        written = Written(report_of(task, result, actions))
         worst = max((v.metrics.get("bone_length_error") or 0.0) for v in result.variants)
         frames = task.request.generation.frames
-        self.report({"INFO"}, f"'{actions[0].name}': {len(actions)} variant(s) of {frames} "
+        written.say("INFO", f"'{actions[0].name}': {len(actions)} variant(s) of {frames} "
                     f"frames in {time.perf_counter() - task.started:.1f} s on {result.device}"
                     + (f" (bone length error {worst:.1e})" if worst > 1e-6 else ""))
         for warning in task.request.warnings:
-            self.report({"WARNING"}, warning)
+            written.say("WARNING", warning)
         outside = [a.name for a, v in zip(actions, result.variants, strict=True) if v.within_bounds is False]
         if outside:  # kept (the animator may still like it), but said: the feet may slide or the motion buzz
-            self.report({"WARNING"}, f"{', '.join(outside)}: outside the model's per-clip bounds "
+            written.say("WARNING", f"{', '.join(outside)}: outside the model's per-clip bounds "
                         "(foot skating, jitter or ground penetration above 95 % of the library's clips)")
-        return {"FINISHED"}
+        return written
 
 
 CLASSES = (KIRIN_OT_generate_motion,)

@@ -13,18 +13,10 @@ from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.io.files import file_world_matrix, load_motion_file
 from ..kirin_addon.retarget.joint_mapping import auto_map_joints
 from ..kirin_addon.retarget.retargeter import retarget
-from . import scene_io
+from .common import NeedsArmature, target_frame
 from .scene_change import SceneChange, write_failure
-
-
-def _axis(value: str) -> str | None:
-    return None if value == "AUTO" else value
-
-
-def target_frame(arm: bpy.types.Object, rig):
-    settings = arm.kirin
-    return detect_canonical_frame(rig, world_matrix=scene_io.object_matrix(arm),
-                                  up=_axis(settings.up_axis), forward=_axis(settings.forward_axis))
+from .scene_io.action import keyed_locations, write_action
+from .scene_io.rig import armature_from_context, check_object_scale, read_rig
 
 
 def stored_mapping(arm: bpy.types.Object, source_path: str, source_rig, rig) -> dict | None:
@@ -70,19 +62,6 @@ def _canonical_pair(arm, rig, source_rig, source_path: str):
     return frame_s, frame_t
 
 
-class NeedsArmature:
-    """Operators that act on the selected armature (or the armature of the selected mesh)."""
-
-    @classmethod
-    def poll(cls, context):
-        try:
-            scene_io.armature_from_context(context)
-        except scene_io.SceneError as exc:
-            cls.poll_message_set(str(exc))
-            return False
-        return True
-
-
 class KIRIN_OT_map_joints(NeedsArmature, bpy.types.Operator):
     """Match the armature's bones to the joints of the motion file (names, topology, rest geometry);
     edit the result in the list before applying"""
@@ -96,8 +75,8 @@ class KIRIN_OT_map_joints(NeedsArmature, bpy.types.Operator):
     def execute(self, context):
         path = self.filepath or context.scene.kirin.motion_file
         try:
-            arm = scene_io.armature_from_context(context)
-            rig = scene_io.read_rig(arm)
+            arm = armature_from_context(context)
+            rig = read_rig(arm)
             source_rig, _, _ = load_motion_file(bpy.path.abspath(path), context.scene.kirin.clip or None)
             frame_s, frame_t = _canonical_pair(arm, rig, source_rig, path)
             mapping = auto_map_joints(source_rig.transformed(frame_s.matrix()),
@@ -141,9 +120,9 @@ class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
         path = bpy.path.abspath(self.filepath or context.scene.kirin.motion_file)
         scene = context.scene
         try:
-            arm = scene_io.armature_from_context(context)
-            scene_io.check_object_scale(arm)
-            rig = scene_io.read_rig(arm)
+            arm = armature_from_context(context)
+            check_object_scale(arm)
+            rig = read_rig(arm)
             source_rig, motion, clip_name = load_motion_file(path, self.clip or None)
             if self.match_scene_fps:
                 motion = motion.resampled(scene.render.fps / scene.render.fps_base)
@@ -170,10 +149,10 @@ class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
         """The retargeted Action (and, when no map was stored, the automatic one shown in the panel)."""
         scene = context.scene
         motion = result.motion.continuous()
-        scene_io.keyed_locations(rig, motion)
+        keyed_locations(rig, motion)
         with SceneChange(scene) as change:
             change.keep_animation(arm)
-            action = scene_io.write_action(arm, rig, motion, f"{clip_name} → {arm.name}",
+            action = write_action(arm, rig, motion, f"{clip_name} → {arm.name}",
                                            frame_start=scene.frame_start)
             if show_map:  # ready to edit
                 keep_joint_map(change, arm)

@@ -24,6 +24,9 @@ import bpy
 
 from ..kirin_addon.backend.results import BackendError
 from . import scene_io
+from .scene_io.action import action_channelbag
+from .scene_io.mesh import read_vertex_groups, write_vertex_groups
+from .scene_io.pose import read_pose_channels, write_pose_channels
 
 log = logging.getLogger("kirin")
 
@@ -65,15 +68,15 @@ class SceneChange:
 
     def keep_pose(self, obj: bpy.types.Object) -> None:
         """Every pose bone's transform channels, bit for bit."""
-        channels = scene_io.read_pose_channels(obj)
-        self.on_undo(lambda: scene_io.write_pose_channels(obj, channels))
+        channels = read_pose_channels(obj)
+        self.on_undo(lambda: write_pose_channels(obj, channels))
 
     def keep_vertex_groups(self, obj: bpy.types.Object) -> None:
         """The mesh's vertex groups: names, order, weights and the active one."""
         if not len(obj.vertex_groups):
             self.on_undo(lambda: obj.vertex_groups.clear())
             return
-        names, indices, weights = scene_io.read_vertex_groups(obj)
+        names, indices, weights = read_vertex_groups(obj)
         locks = [group.lock_weight for group in obj.vertex_groups]
         active = obj.vertex_groups.active_index
         self.on_undo(lambda: _restore_vertex_groups(obj, names, indices, weights, locks, active))
@@ -98,7 +101,7 @@ class SceneChange:
         """The active action's keys at `frame` (new keys there and new F-curves are removed, changed
         ones put back); no action yet: the one keying makes is removed with the other new datablocks."""
         anim = obj.animation_data
-        bag = scene_io.action_channelbag(anim.action, obj) if anim is not None else None
+        bag = action_channelbag(anim.action, obj) if anim is not None else None
         if bag is None:
             return
         keys = {curve.as_pointer(): _key_at(curve, frame) for curve in bag.fcurves}
@@ -176,7 +179,7 @@ def _restore_keys(bag, frame: float, keys: dict[int, tuple | None]) -> None:
 
 def _restore_vertex_groups(obj, names: list[str], indices, weights, locks: list[bool], active: int) -> None:
     obj.vertex_groups.clear()
-    scene_io.write_vertex_groups(obj, names, indices, weights)
+    write_vertex_groups(obj, names, indices, weights)
     for group, lock in zip(obj.vertex_groups, locks, strict=True):
         group.lock_weight = lock
     obj.vertex_groups.active_index = active

@@ -1,13 +1,13 @@
 """Extract Motion From Video: a driving video (+ keypoints, Movie Clip tracks, silhouettes) → the
 backend's sequence fit → a new Action on the selected armature.
 
-The synchronous and modal paths (Esc cancels, status-bar progress) are `backend_ops.BackendOperator`'s;
+The synchronous and modal paths (Esc cancels, status-bar progress) are `backend_task.BackendOperator`'s;
 nothing in the scene changes until the result is written, all in one step, so a cancelled or failed
 job leaves the scene as it was and one Undo removes a finished one. The backend reads the video (and
 the keypoints file and mask folder) from their paths; Movie Clip tracks are read here (scene_io) and
 sent as pixel positions per video frame. As for Generate Motion, the rig (and its skinned mesh) go out
 in the canonical frame (+Z up, −Y forward, unit size) and the motion is brought back to armature space
-before `scene_io.write_action` keys it; the backend resamples it to the scene's frame rate.
+before `scene_io.action.write_action` keys it; the backend resamples it to the scene's frame rate.
 """
 
 from __future__ import annotations
@@ -26,14 +26,13 @@ from ..kirin_addon.core.camera import PinholeCamera
 from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.video.request import SILHOUETTE_SOURCES, ExtractRequest, ExtractRequestError
 from . import scene_io
-from .common import BackendOperator, BackendTask, CharacterInput, connect, start_task
-from .generate import NAME_LIMIT
+from .backend_task import BackendOperator, BackendTask, Written, start_task
+from .common import NAME_LIMIT, CharacterInput, NeedsArmature, connect
 from .properties import FACING_ITEMS, SILHOUETTE_ITEMS
-from .retarget import NeedsArmature
-from .scene_change import SceneChange, show_frames, write_failure
-
-# What the last finished extraction made (the `kirin extract` report reads it).
-last_extract: dict = {}
+from .scene_change import SceneChange, show_frames
+from .scene_io.action import keyed_locations, write_action
+from .scene_io.rig import deforming_armature
+from .scene_io.tracks import movie_clip_tracks, read_movie_clip_tracks
 
 
 # ----------------------------------------------------------------------------- the request
@@ -96,7 +95,7 @@ def read_tracks(clip, assignments, rig: Rig) -> dict[str, np.ndarray]:
     if twice:
         raise scene_io.SceneError(f"More than one track follows {', '.join(map(repr, twice[:5]))}: "
                                   "assign one track per bone.")
-    points, _ = scene_io.read_movie_clip_tracks(clip, [track for track, _ in chosen])
+    points, _ = read_movie_clip_tracks(clip, [track for track, _ in chosen])
     out = {}
     for track, bone in chosen:
         if not np.any(np.isfinite(points[track]).all(-1)):
@@ -119,7 +118,7 @@ def read_request(context, settings: VideoSettings) -> VideoInput:
     keypoints = settings.keypoints.strip()
     keypoints_path = _existing(keypoints, "keypoints file") if keypoints else None
     silhouettes = _silhouettes(settings.silhouettes, settings.masks)
-    _, rig = scene_io.deforming_armature(context)
+    _, rig = deforming_armature(context)
     tracks = read_tracks(movie, context.scene.kirin.video_tracks, rig) if movie is not None else {}
     scene = context.scene
     extraction = replace(asked, video=video, keypoints=keypoints_path, tracks=tracks, silhouettes=silhouettes,
@@ -214,10 +213,10 @@ def write_result(context, task: VideoTask, result: ExtractResult, set_frame_rang
     request = task.request
     arm, rig = request.armature_to_write("during the extraction")
     motion = task.motion(result)
-    scene_io.keyed_locations(rig, motion)
+    keyed_locations(rig, motion)
     with SceneChange(context.scene) as change:
         change.keep_animation(arm)
-        action = scene_io.write_action(arm, rig, motion, action_name(request),
+        action = write_action(arm, rig, motion, action_name(request),
                                        frame_start=request.frame_start)
         extraction = request.extraction
         action["kirin_video"] = extraction.video
@@ -308,23 +307,18 @@ class KIRIN_OT_motion_from_video(NeedsArmature, BackendOperator, bpy.types.Opera
 
         return start_task(self, make)
 
-    def _finish(self, context, task: VideoTask, result: ExtractResult) -> set[str]:
-        try:
-            action = write_result(context, task, result)
-        except Exception as exc:  # noqa: BLE001 — taken back already: say why, change nothing
-            self.report({"ERROR"}, write_failure(exc))
-            return {"CANCELLED"}
-        last_extract.clear()
-        last_extract.update(report_of(task, result, action))
+    def _write(self, context, task: VideoTask, result: ExtractResult) -> Written:
+        action = write_result(context, task, result)
+        written = Written(report_of(task, result, action))
         error = result.report.get("reprojection_px_median")
-        self.report({"INFO"}, f"'{action.name}': {result.motion.frame_count} frames from "
+        written.say("INFO", f"'{action.name}': {result.motion.frame_count} frames from "
                     f"{result.report.get('video_frames', '?')} video frames in "
                     f"{time.perf_counter() - task.started:.1f} s"
                     + (f" (median reprojection error {error:.1f} px)" if error is not None else ""))
         note = result.report.get("idm")
         if isinstance(note, str):
-            self.report({"WARNING"}, f"Inverse-dynamics start {note}.")
-        return {"FINISHED"}
+            written.say("WARNING", f"Inverse-dynamics start {note}.")
+        return written
 
 
 class KIRIN_OT_list_video_tracks(bpy.types.Operator):
@@ -349,7 +343,7 @@ class KIRIN_OT_list_video_tracks(bpy.types.Operator):
         arm = obj.find_armature() if obj is not None and obj.type == "MESH" else obj
         bones = {b.name for b in arm.data.bones} if arm is not None and arm.type == "ARMATURE" else set()
         settings.video_tracks.clear()
-        for track in scene_io.movie_clip_tracks(clip):
+        for track in movie_clip_tracks(clip):
             item = settings.video_tracks.add()
             item.name = track.name
             item.bone = old.get(track.name) or (track.name if track.name in bones else "")

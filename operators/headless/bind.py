@@ -5,14 +5,14 @@ Motion on the new rig, and save a .blend (+ a JSON report naming what was bound 
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import bpy
 import numpy as np
 
-from .. import scene_io
+from ..scene_io.arrays import object_matrix
+from ..scene_io.mesh import evaluated_mesh_vertices, read_surface
 from . import common as headless
 
 MESH_IMPORTERS = {
@@ -124,12 +124,12 @@ class BindJob:
     backend: headless.BackendOptions = field(default_factory=headless.BackendOptions)
 
 
-def _generate_on(arm: bpy.types.Object, prompt: str, frames: int, generate) -> dict:
+def _generate_on(arm: bpy.types.Object, prompt: str, frames: int) -> dict:
     """Generate Motion (one variant) on the new rig; what of the run the report keeps."""
     headless.activate(arm)
-    if bpy.ops.kirin.generate_motion(prompt=prompt, frames=frames, variants=1) != {"FINISHED"}:
-        raise RuntimeError("Generate Motion on the bound mesh failed; Blender printed the reason.")
-    run = generate.last_run
+    run = headless.run_operator(bpy.ops.kirin.generate_motion,
+                                "Generate Motion on the bound mesh failed; Blender printed the reason.",
+                                prompt=prompt, frames=frames, variants=1)
     return {k: run[k] for k in ("device", "seconds_model", "variants")}
 
 
@@ -138,8 +138,6 @@ def run_bind(job: BindJob) -> dict:
     then Generate Motion with its prompt if given; save the .blend and return (and write) a report."""
     clock = headless.Stopwatch()
     module = headless.start_with_backend(job.backend)
-    binding = sys.modules[f"{module}.operators.bind"]
-    generate = sys.modules[f"{module}.operators.generate"]
     try:
         with clock.lap("load_mesh"):
             meshes, left_out = import_mesh(os.path.abspath(job.mesh_file) if job.mesh_file else None,
@@ -151,14 +149,14 @@ def run_bind(job: BindJob) -> dict:
             headless.activate(meshes[0])
             for obj in meshes[1:]:
                 obj.select_set(True)
-            if bpy.ops.kirin.auto_bind(family=(job.template or "auto").upper()) != {"FINISHED"}:
-                raise RuntimeError("Auto-Bind failed; Blender printed the reason above.")
-        summary = dict(binding.last_bind)
+            summary = headless.run_operator(bpy.ops.kirin.auto_bind,
+                                            "Auto-Bind failed; Blender printed the reason above.",
+                                            family=(job.template or "auto").upper())
         summary["left_out"] = {**left_out, **summary.get("left_out", {})}
         arm = bpy.data.objects[summary["armature"]]
         if job.prompt:
             with clock.lap("generate"):
-                summary["generated"] = _generate_on(arm, job.prompt, job.frames, generate)
+                summary["generated"] = _generate_on(arm, job.prompt, job.frames)
         headless.save_blend(job.out)
         summary.update({"mesh_file": os.path.abspath(job.mesh_file) if job.mesh_file else "built-in creature",
                         "blend": os.path.abspath(job.out), "seconds_total": round(clock.elapsed(), 3),
@@ -177,7 +175,7 @@ def _rest_matches(body: bpy.types.Object, arm: bpy.types.Object) -> float:
     saved = arm.data.pose_position
     arm.data.pose_position = "REST"
     bpy.context.view_layer.update()
-    deformed = scene_io.evaluated_mesh_vertices(body, arm)
+    deformed = evaluated_mesh_vertices(body, arm)
     arm.data.pose_position = saved
-    rest, _ = scene_io.read_surface(body, np.linalg.inv(scene_io.object_matrix(arm)))
+    rest, _ = read_surface(body, np.linalg.inv(object_matrix(arm)))
     return float(np.abs(deformed - rest).max())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +23,9 @@ import bpy
 import numpy as np
 
 from ...kirin_addon.io.scratch import scratch_folder
-from .. import scene_io
+from ..scene_io.arrays import object_matrix
+from ..scene_io.mesh import create_skinned_mesh
+from ..scene_io.rig import create_armature, evaluated_pose
 
 REPO_NAME = "kirin_dev"
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,9 +91,16 @@ def enable_extension(root: Path = ROOT) -> str:
     return module
 
 
-def last_generate_run(module: str = f"bl_ext.{REPO_NAME}.kirin") -> dict:
-    """The report of the last Generate Motion run by the enabled extension (a copy)."""
-    return dict(sys.modules[f"{module}.operators.generate"].last_run)
+def run_operator(operator, failure: str, error: type[Exception] = RuntimeError, **options) -> dict:
+    """Run one of the extension's backend operators (`bpy.ops.kirin.generate_motion`...) with `options`;
+    the report of what it made (operators/backend_task.py: `bpy.ops` answers only {'FINISHED'}, and the
+    enabled extension is another copy of this package, so the report comes back as a JSON file named
+    here). `error(failure)` when it did not finish (an error it reported raises from `bpy.ops` itself)."""
+    with tempfile.TemporaryDirectory(prefix="kirin-report-") as folder:
+        path = Path(folder) / "report.json"
+        if operator(report_file=str(path), **options) != {"FINISHED"}:
+            raise error(failure)
+        return json.loads(path.read_text())
 
 
 def disable_extension(module: str) -> None:
@@ -140,12 +149,20 @@ def link_blend_objects(path: str) -> None:
             bpy.context.scene.collection.objects.link(obj)
 
 
+def _cycles_light_settings() -> type | None:
+    """The light settings class of Cycles (an add-on bundled with Blender); None where it is not enabled."""
+    if "cycles" not in bpy.types.Light.bl_rna.properties:
+        return None
+    from cycles.properties import CyclesLightSettings
+
+    return CyclesLightSettings
+
+
 def import_fbx(path: str) -> None:
     """Blender's FBX importer. Blender 5.0's sets a Cycles light property 5.0 no longer has
     (`cast_shadow`) and fails on any file with a light (the five of Quaternius' FBX animals pack): the
     property is given back first, unused by anything else."""
-    cycles = sys.modules.get("cycles.properties")
-    settings = getattr(cycles, "CyclesLightSettings", None)
+    settings = _cycles_light_settings()
     if settings is not None and "cast_shadow" not in settings.bl_rna.properties:
         settings.cast_shadow = bpy.props.BoolProperty(name="Cast Shadow", default=True)
     bpy.ops.import_scene.fbx(filepath=path)
@@ -191,8 +208,8 @@ def builtin_creature(seed: int = 0,
 
     creature = build_creature(family, seed)
     name = f"Kirin {creature.species.title()}"
-    arm = scene_io.create_armature(creature.rig, name)
-    body = scene_io.create_skinned_mesh(creature.mesh, arm, creature.rig, f"{name} Body")
+    arm = create_armature(creature.rig, name)
+    body = create_skinned_mesh(creature.mesh, arm, creature.rig, f"{name} Body")
     if family == "quadruped":  # the README's creature; the other families stay as they are made
         body.data.materials.append(_fur(f"{name} Fur"))
     return arm, [body]
@@ -215,8 +232,8 @@ def _motion_bounds(arm: bpy.types.Object, rig, frames: range, others=()) -> tupl
     for frame in frames:
         scene.frame_set(frame)
         for obj in (arm, *others):
-            world = scene_io.object_matrix(obj)
-            heads = scene_io.evaluated_pose(obj, rig)[:, :3, 3]
+            world = object_matrix(obj)
+            heads = evaluated_pose(obj, rig)[:, :3, 3]
             points.append(heads @ world[:3, :3].T + world[:3, 3])
     allp = np.concatenate(points)
     return allp.min(0), allp.max(0)
@@ -306,7 +323,7 @@ def variants_side_by_side(arm: bpy.types.Object, meshes, rig, actions) -> list[b
     """Copies of the character, one per further variant, beside the first (for the preview only)."""
     scene = bpy.context.scene
     lo, hi = _motion_bounds(arm, rig, range(scene.frame_start, scene.frame_end + 1, 8))
-    rest = rig.heads @ scene_io.object_matrix(arm)[:3, :3].T
+    rest = rig.heads @ object_matrix(arm)[:3, :3].T
     width = np.ptp(rest, axis=0)
     travel = hi - lo
     side = 0 if travel[0] <= travel[1] else 1  # across the direction of travel

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import bpy
 
-from .. import scene_io
+from ..scene_io.rig import read_rig
 from .common import (
     BackendOptions,
     PreviewOptions,
@@ -17,9 +17,9 @@ from .common import (
     builtin_creature,
     disable_extension,
     import_rig_file,
-    last_generate_run,
     render_animation,
     render_still,
+    run_operator,
     save_blend,
     setup_preview,
     start_with_backend,
@@ -111,14 +111,12 @@ def run_generate(job: GenerateJob) -> dict:
         scene.render.fps, scene.render.fps_base = job.fps, 1.0
         scene.frame_start = scene.frame_end = 1  # the job's own scene: the range grows to the clip
         with clock.lap("generate"):
-            result = bpy.ops.kirin.generate_motion(
+            run = run_operator(
+                bpy.ops.kirin.generate_motion, "Generate Motion failed; Blender printed the reason above.",
                 prompt=job.prompt, image=job.image or "", frames=job.frames, variants=job.variants,
                 seed=job.seed, guidance=job.guidance, loop=job.loop)
-        if result != {"FINISHED"}:
-            raise RuntimeError("Generate Motion failed; Blender printed the reason above.")
         seconds_to_first_action = clock.elapsed()
-        run = last_generate_run(module)
-        rig = scene_io.read_rig(arm)
+        rig = read_rig(arm)
         with clock.lap("save_blend"):
             save_blend(job.out)
         if job.preview.path or job.preview.still:

@@ -10,7 +10,9 @@ from pathlib import Path
 import bpy
 
 from ...kirin_addon.io.bvh import frame_rate
-from .. import scene_io
+from ..scene_io.action import action_channelbag, read_action
+from ..scene_io.arrays import object_matrix
+from ..scene_io.rig import read_rig
 from .common import import_rig_file, video_output
 
 
@@ -27,7 +29,7 @@ def armature_actions(arm: bpy.types.Object) -> list:
     """Actions that animate this armature's bones (as left by an importer)."""
     found = []
     for action in bpy.data.actions:
-        bag = scene_io.action_channelbag(action, arm)
+        bag = action_channelbag(action, arm)
         if bag is not None and any(fc.data_path.startswith("pose.bones") for fc in bag.fcurves):
             found.append(action)
     return found
@@ -66,7 +68,7 @@ def run_ingest(source: str, out: str, captions_csv: str | None = None, fps: floa
         bpy.ops.wm.read_factory_settings(use_empty=True)
         try:
             arm, _ = import_rig_file(str(path))
-            rig = scene_io.read_rig(arm)
+            rig = read_rig(arm)
         except (ValueError, RuntimeError) as exc:
             skipped.append({"file": path.name, "reason": str(exc)})
             continue
@@ -74,16 +76,16 @@ def run_ingest(source: str, out: str, captions_csv: str | None = None, fps: floa
         scene_fps = scene.render.fps / scene.render.fps_base
         source_fps = _bvh_fps(path) if path.suffix.lower() == ".bvh" else scene_fps
         species = table.species.get(path.stem) or ingest.species_from_file(path)
-        family = table.family.get(path.stem) or ingest.guess_family(rig, scene_io.object_matrix(arm))
+        family = table.family.get(path.stem) or ingest.guess_family(rig, object_matrix(arm))
         split = "test" if path.stem in test_rigs else "train"
         actions = armature_actions(arm)
         # Clips are stored in Blender's world axes (Z-up), whatever the armature object's turn.
-        world = scene_io.object_matrix(arm)
+        world = object_matrix(arm)
         world_rig = rig.transformed(world)
         if not actions:
             skipped.append({"file": path.name, "reason": "no animation"})
         for action in actions:
-            motion = scene_io.read_action(arm, rig, action, fps=source_fps).transformed(world)
+            motion = read_action(arm, rig, action, fps=source_fps).transformed(world)
             if motion.frame_count < 2:
                 skipped.append({"file": path.name, "action": action.name, "reason": "a single frame"})
                 continue

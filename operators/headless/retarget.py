@@ -13,7 +13,8 @@ import bpy
 
 from ...kirin_addon.io.clip import save_clip
 from ...kirin_addon.library.procedural import default_retarget_pair
-from .. import scene_io
+from ..scene_io.mesh import create_skinned_mesh
+from ..scene_io.rig import create_armature, read_rig
 from .common import (
     PreviewOptions,
     Stopwatch,
@@ -45,8 +46,8 @@ def _load_target(target: str | None) -> tuple[bpy.types.Object, list[bpy.types.O
     if target:
         return import_rig_file(os.path.abspath(target))
     _, _, target_rig, mesh = default_retarget_pair()
-    arm = scene_io.create_armature(target_rig, "Kirin Character")
-    return arm, [scene_io.create_skinned_mesh(mesh, arm, target_rig, "Kirin Character Body")]
+    arm = create_armature(target_rig, "Kirin Character")
+    return arm, [create_skinned_mesh(mesh, arm, target_rig, "Kirin Character Body")]
 
 
 def _source_file(source: str | None) -> str:
@@ -76,7 +77,7 @@ def run_retarget(job: RetargetJob) -> dict:
             result = bpy.ops.kirin.apply_motion_file(filepath=source_path, clip=job.clip or "")
         if result != {"FINISHED"}:
             raise RuntimeError("Applying the motion failed; Blender printed the reason above.")
-        rig = scene_io.read_rig(arm)
+        rig = read_rig(arm)
         action = arm.animation_data.action
         scene = bpy.context.scene
         preview = job.preview.path

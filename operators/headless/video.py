@@ -4,7 +4,6 @@ character file (or a built-in procedural creature), and save a .blend (+ a JSON 
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 
 import bpy
@@ -76,7 +75,6 @@ def run_extract(job: ExtractJob) -> dict:
     _check_inputs(job)
     clock = headless.Stopwatch()
     module = headless.start_with_backend(job.backend)
-    video_ops = sys.modules[f"{module}.operators.video"]
     try:
         with clock.lap("load_rig"):
             if job.rig_file:
@@ -89,9 +87,9 @@ def run_extract(job: ExtractJob) -> dict:
         scene.frame_start = scene.frame_end = 1  # the job's own scene: the range grows to the clip
         options = _operator_options(job)
         with clock.lap("extract"):
-            if bpy.ops.kirin.motion_from_video(**options) != {"FINISHED"}:
-                raise RuntimeError("Extract Motion From Video failed; Blender printed the reason above.")
-        summary = dict(video_ops.last_extract)
+            summary = headless.run_operator(
+                bpy.ops.kirin.motion_from_video,
+                "Extract Motion From Video failed; Blender printed the reason above.", **options)
         with clock.lap("save_blend"):
             headless.save_blend(job.out)
         summary.update({

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
+
 import numpy as np
 
 from kirin.kirin_addon.io.scratch import private_blender_resources
@@ -15,8 +19,19 @@ from kirin.kirin_addon.core import rotations as rot  # noqa: E402
 from kirin.kirin_addon.core.motion import Motion, motion_from_world_deltas  # noqa: E402
 from kirin.operators import scene_io  # noqa: E402
 from kirin.operators.headless import common as headless  # noqa: E402
+from kirin.operators.scene_io.mesh import read_vertex_groups  # noqa: E402
+from kirin.operators.scene_io.pose import read_pose_channels  # noqa: E402
 
 activate = headless.activate
+
+
+def reported(operator, *args, **options) -> dict:
+    """Run a backend operator (`bpy.ops.kirin.…`, `args` as bpy.ops takes them) to its end; the report of
+    what it made, which it writes to the file it is given (operators/backend_task.py)."""
+    with tempfile.TemporaryDirectory(prefix="kirin-report-") as folder:
+        path = Path(folder) / "report.json"
+        assert operator(*args, report_file=str(path), **options) == {"FINISHED"}
+        return json.loads(path.read_text())
 
 
 def scene_state() -> dict:
@@ -45,10 +60,10 @@ def _object_state(obj) -> tuple:
     slot = getattr(anim, "action_slot", None) if anim else None
     pose = None
     if obj.type == "ARMATURE" and obj.pose is not None:
-        pose = tuple(np.round(v, 7).tobytes() for v in scene_io.read_pose_channels(obj).values())
+        pose = tuple(np.round(v, 7).tobytes() for v in read_pose_channels(obj).values())
     groups = ()
     if obj.type == "MESH":
-        names, indices, weights = scene_io.read_vertex_groups(obj)
+        names, indices, weights = read_vertex_groups(obj)
         groups = (tuple(names), indices.tobytes(), np.round(weights, 7).tobytes(),
                   tuple(g.lock_weight for g in obj.vertex_groups), obj.vertex_groups.active_index)
     return (
@@ -89,4 +104,4 @@ def random_world_motion(rig, frames: int, seed: int, amount: float = 0.9) -> Mot
     return motion_from_world_deltas(rig, deltas, root, 30.0)
 
 
-__all__ = ["activate", "bpy", "headless", "random_world_motion", "scene_io", "scene_state"]
+__all__ = ["activate", "bpy", "headless", "random_world_motion", "reported", "scene_io", "scene_state"]

@@ -8,6 +8,8 @@ import pytest
 from kirin.kirin_addon.core.rig import rig_from_bones
 from kirin.kirin_addon.io.clip import save_clip
 from kirin.kirin_addon.library.procedural import BipedSpec, build_biped, capsule_mesh, default_retarget_pair
+from kirin.operators.scene_io.mesh import create_skinned_mesh, read_skinned_mesh
+from kirin.operators.scene_io.rig import create_armature
 
 from blender_support import activate, bpy, scene_io, scene_state
 
@@ -39,19 +41,19 @@ def test_no_armature_selected(blender, walk_file):
 
 def test_mesh_without_weights(blender, walk_file):
     rig = build_biped()
-    arm = scene_io.create_armature(rig, "arm")
-    body = scene_io.create_skinned_mesh(capsule_mesh(rig), arm, rig, "body")
+    arm = create_armature(rig, "arm")
+    body = create_skinned_mesh(capsule_mesh(rig), arm, rig, "body")
     for group in list(body.vertex_groups):
         body.vertex_groups.remove(group)
     activate(body)
     with pytest.raises(scene_io.SceneError, match="no vertex weights"):
-        scene_io.read_skinned_mesh(body, arm, rig)
+        read_skinned_mesh(body, arm, rig)
     run_and_expect_error(bpy.ops.kirin.apply_motion_file, "weights", filepath=walk_file)
 
 
 def test_unapplied_non_uniform_scale(blender, walk_file):
     rig = build_biped()
-    arm = scene_io.create_armature(rig, "arm")
+    arm = create_armature(rig, "arm")
     arm.scale = (1.0, 2.0, 1.0)
     bpy.context.view_layer.update()
     activate(arm)
@@ -60,7 +62,7 @@ def test_unapplied_non_uniform_scale(blender, walk_file):
 
 def test_uniformly_scaled_armature_is_fine(blender, walk_file):
     rig = build_biped()
-    arm = scene_io.create_armature(rig, "arm")
+    arm = create_armature(rig, "arm")
     arm.scale = (100.0, 100.0, 100.0)
     bpy.context.view_layer.update()
     activate(arm)
@@ -72,14 +74,14 @@ def test_too_many_bones(blender, walk_file):
     heads = np.c_[np.zeros((count, 2)), np.arange(count) * 0.01]
     rig = rig_from_bones([f"b{i}" for i in range(count)], np.arange(count) - 1, heads, heads + [0, 0, 0.01])
     rig.validate = lambda *a, **k: None  # build it anyway: users can have such rigs
-    arm = scene_io.create_armature(rig, "big")
+    arm = create_armature(rig, "big")
     activate(arm)
     run_and_expect_error(bpy.ops.kirin.apply_motion_file, "at most", filepath=walk_file)
 
 
 def test_unreadable_and_missing_files(blender, tmp_path):
     rig = build_biped()
-    arm = scene_io.create_armature(rig, "arm")
+    arm = create_armature(rig, "arm")
     activate(arm)
     junk = tmp_path / "junk.bvh"
     junk.write_text("this is not a bvh file")
@@ -90,7 +92,7 @@ def test_unreadable_and_missing_files(blender, tmp_path):
 
 def test_several_roots_work(blender, walk_file):
     rig = build_biped(BipedSpec(naming="rigify"))
-    arm = scene_io.create_armature(rig, "arm")
+    arm = create_armature(rig, "arm")
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode="EDIT")
     extra = arm.data.edit_bones.new("prop_root")
@@ -117,6 +119,6 @@ def test_motion_file_with_zero_length_bones(blender, tmp_path):
     broken = type(source)(source.names, source.parents, source.rest, tails)
     path = tmp_path / "broken.npz"
     save_clip(path, broken, motion)
-    arm = scene_io.create_armature(build_biped(), "arm")
+    arm = create_armature(build_biped(), "arm")
     activate(arm)
     run_and_expect_error(bpy.ops.kirin.apply_motion_file, "Zero-length bones", filepath=str(path))

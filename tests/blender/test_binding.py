@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from kirin.operators.headless import bind as headless_bind
+from kirin.operators.scene_io.mesh import evaluated_mesh_vertices, read_surface, read_vertex_groups
 
-from blender_support import activate, bpy, headless, scene_io, scene_state
+from blender_support import activate, bpy, headless, reported, scene_state
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = f"bl_ext.{headless.REPO_NAME}.kirin"
@@ -49,7 +50,7 @@ def posed_vertices(arm, body, seed: int = 0, amount: float = 0.5) -> np.ndarray:
         bone.rotation_mode = "XYZ"
         bone.rotation_euler = rng.uniform(-amount, amount, 3)
     bpy.context.view_layer.update()
-    out = scene_io.evaluated_mesh_vertices(body, arm) @ np.array(arm.matrix_world)[:3, :3].T
+    out = evaluated_mesh_vertices(body, arm) @ np.array(arm.matrix_world)[:3, :3].T
     for bone in arm.pose.bones:
         bone.rotation_euler = (0.0, 0.0, 0.0)
     bpy.context.view_layer.update()
@@ -91,7 +92,7 @@ def test_transfer_weights_reskins_a_remeshed_copy(creature):
     source_posed = posed_vertices(arm, body, seed=1)
     target_posed = posed_vertices(arm, target, seed=1)
     corner = target_posed[: len(body.data.vertices)]  # subdivision keeps the original vertices first
-    diagonal = np.linalg.norm(np.ptp(scene_io.read_surface(body)[0], axis=0))
+    diagonal = np.linalg.norm(np.ptp(read_surface(body)[0], axis=0))
     error = np.linalg.norm(corner - source_posed, axis=-1) / diagonal
     assert error.mean() < 0.002 and error.max() < 0.02, (error.mean(), error.max())
 
@@ -126,10 +127,9 @@ def unrigged(body) -> bpy.types.Object:
 def test_auto_bind_makes_a_rig_that_keeps_the_rest_shape_and_moves_the_mesh(creature):
     _, body = creature
     body = unrigged(body)
-    rest = scene_io.read_surface(body)[0]
+    rest = read_surface(body)[0]
     activate(body)
-    assert bpy.ops.kirin.auto_bind(family="QUADRUPED") == {"FINISHED"}
-    report = dict(ext("operators.bind").last_bind)
+    report = reported(bpy.ops.kirin.auto_bind, family="QUADRUPED")
     arm = bpy.data.objects[report["armature"]]
     assert arm.type == "ARMATURE" and body.parent == arm and report["family"] == "quadruped"
     assert report["quality"] in ("good", "fair")
@@ -139,7 +139,7 @@ def test_auto_bind_makes_a_rig_that_keeps_the_rest_shape_and_moves_the_mesh(crea
     assert {g.name for g in body.vertex_groups} - set(MASKS) <= bones
     # At rest the bound mesh is exactly where it was; posed, it moves.
     bpy.context.view_layer.update()
-    at_rest = scene_io.evaluated_mesh_vertices(body, arm)
+    at_rest = evaluated_mesh_vertices(body, arm)
     assert np.abs(at_rest - rest).max() < 1e-5 * np.ptp(rest, axis=0).max()
     posed = posed_vertices(arm, body, seed=2)
     assert np.abs(posed - rest).max() > 0.01 * np.ptp(rest, axis=0).max()
@@ -156,7 +156,7 @@ def test_auto_bind_binds_every_selected_piece_to_one_rig(creature):
     weights are the learned ones here (the shipped network, models/weights/bind/)."""
     _, body = creature
     body = unrigged(body)
-    rest = scene_io.read_surface(body)[0]
+    rest = read_surface(body)[0]
     top = rest[np.argmax(rest[:, 2])]  # an eye (or a horn) where the body is highest
     bpy.ops.mesh.primitive_ico_sphere_add(radius=0.02 * np.ptp(rest, axis=0).max(), location=tuple(top))
     eye = bpy.context.active_object
@@ -169,21 +169,20 @@ def test_auto_bind_binds_every_selected_piece_to_one_rig(creature):
     eye.select_set(True)
     points.select_set(True)
     bpy.context.scene.kirin.bind_weights = "LEARNED"
-    assert bpy.ops.kirin.auto_bind(family="QUADRUPED") == {"FINISHED"}
-    report = dict(ext("operators.bind").last_bind)
+    report = reported(bpy.ops.kirin.auto_bind, family="QUADRUPED")
     arm = bpy.data.objects[report["armature"]]
     assert report["meshes"] == [body.name, "Eye"] and report["left_out"] == {"Points": "no faces"}
     assert report["method"] == "learned"
     assert report["vertices"] == len(body.data.vertices) + len(eye.data.vertices)
     for piece in (body, eye):
         assert piece.parent == arm and any(m.type == "ARMATURE" and m.object == arm for m in piece.modifiers)
-        names, indices, weights = scene_io.read_vertex_groups(piece)
+        names, indices, weights = read_vertex_groups(piece)
         bones = np.isin(indices, [i for i, n in enumerate(names) if n not in MASKS])
         assert np.allclose(np.where(bones, weights, 0.0).sum(axis=1), 1.0, atol=1e-4)
     assert not points.modifiers and points.parent is None and not points.vertex_groups
     # The eye rides on the body: posed, it moves with the body's vertices nearest to it.
     bpy.context.view_layer.update()
-    eye_rest = scene_io.evaluated_mesh_vertices(eye, arm)
+    eye_rest = evaluated_mesh_vertices(eye, arm)
     near = np.argsort(np.linalg.norm(rest - eye_rest.mean(axis=0), axis=1))[:20]
     posed_body, posed_eye = posed_vertices(arm, body, seed=4), posed_vertices(arm, eye, seed=4)
     body_move = (posed_body[near] - rest[near]).mean(axis=0)

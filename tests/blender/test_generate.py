@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.core.motion import Motion
+from kirin.operators.scene_io.action import action_channelbag, write_action
+from kirin.operators.scene_io.rig import evaluated_pose, read_rig
 
 from assets_support import asset_files
-from blender_support import activate, bpy, headless, random_world_motion, scene_io, scene_state
+from blender_support import activate, bpy, headless, random_world_motion, reported, scene_state
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = f"bl_ext.{headless.REPO_NAME}.kirin"
@@ -57,7 +59,7 @@ def pose_matrices(arm, rig, frames) -> np.ndarray:
     out = []
     for frame in frames:
         bpy.context.scene.frame_set(frame)
-        out.append(scene_io.evaluated_pose(arm, rig))
+        out.append(evaluated_pose(arm, rig))
     return np.array(out)
 
 
@@ -79,7 +81,7 @@ def assert_bone_lengths_exact(arm, rig, frames) -> None:
 
 def _located(arm, bone: str) -> bool:
     """True when the active action keys a location other than zero on `bone`."""
-    bag = scene_io.action_channelbag(arm.animation_data.action, arm)
+    bag = action_channelbag(arm.animation_data.action, arm)
     path = f'pose.bones["{bone}"].location'
     return any(abs(k.co[1]) > 1e-9 for f in bag.fcurves if f.data_path == path for k in f.keyframe_points)
 
@@ -121,9 +123,9 @@ def test_generate_on_asset_rigs(gen, name):
         pytest.skip("../shared/assets is absent")
     arm, _ = headless.import_rig_file(str(files[0]))
     activate(arm)
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     imported = {a.name for a in bpy.data.actions}
-    assert generate(prompt=prompt, variants=2) == {"FINISHED"}
+    run = reported(bpy.ops.kirin.generate_motion, prompt=prompt, frames=FRAMES, variants=2, seed=0)
 
     first = arm.animation_data.action
     assert first.name == f"Kirin: {prompt}"
@@ -136,7 +138,6 @@ def test_generate_on_asset_rigs(gen, name):
     assert bpy.context.scene.frame_end >= FRAMES  # grown to hold the clip, never shrunk
 
     assert_bone_lengths_exact(arm, rig, range(1, FRAMES + 1, 4))
-    run = gen.last_run
     assert run["device"] == "cpu" and len(run["variants"]) == 2
     assert [v["action"] for v in run["variants"]] == [first.name, second.name]
     assert all(v["frames"] == FRAMES for v in run["variants"])
@@ -149,12 +150,12 @@ def test_generate_on_asset_rigs(gen, name):
 # ----------------------------------------------------------------------------- options
 def test_inbetweening_keeps_the_keyed_frames(creature):
     arm = creature
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     keyed = np.array([1, 12, FRAMES])
     motion = random_world_motion(rig, len(keyed), seed=3, amount=0.4)
     motion = Motion(motion.fps, np.repeat(rig.heads[rig.main_root][None], len(keyed), 0), motion.rotations)
-    mine = scene_io.write_action(arm, rig, motion, "My keys")
-    bag = scene_io.action_channelbag(mine, arm)
+    mine = write_action(arm, rig, motion, "My keys")
+    bag = action_channelbag(mine, arm)
     for fcurve in bag.fcurves:  # move the three keys to frames 1, 12 and 24
         co = np.empty(2 * len(keyed), dtype=np.float32)
         fcurve.keyframe_points.foreach_get("co", co)
@@ -193,7 +194,7 @@ def test_inbetweening_keys_on_a_connected_bone(creature):
     assert generate(prompt="a dog walking", frames=8, inbetween=True, variants=2) == {"FINISHED"}
     action = arm.animation_data.action
     assert action.name == "Kirin: a dog walking" and action.frame_range[1] == 8
-    assert len(scene_io.action_channelbag(action, arm).fcurves) > 0
+    assert len(action_channelbag(action, arm).fcurves) > 0
 
 
 def test_inbetweening_without_keys_is_refused(creature):
@@ -280,9 +281,9 @@ def _modal_operator(gen, task):
     from types import SimpleNamespace
 
     cls = gen.KIRIN_OT_generate_motion
-    op = SimpleNamespace(_task=task, _timer="timer", reports=[], bl_label=cls.bl_label)
+    op = SimpleNamespace(_task=task, _timer="timer", reports=[], bl_label=cls.bl_label, report_file="")
     op.report = lambda kind, message: op.reports.append((set(kind).pop(), message))
-    for name in ("_cleanup", "_show", "_finish"):
+    for name in ("_cleanup", "_show", "_finish", "_write"):
         setattr(op, name, getattr(cls, name).__get__(op))
     context = SimpleNamespace(scene=bpy.context.scene, window_manager=_FakeWindowManager(), workspace=None,
                               area=None)

@@ -10,9 +10,11 @@ import pytest
 from kirin.kirin_addon.core.motion import forward_kinematics
 from kirin.kirin_addon.io.clip import load_clip
 from kirin.operators.headless.library import run_ingest
+from kirin.operators.scene_io.arrays import object_matrix
+from kirin.operators.scene_io.rig import evaluated_pose, read_rig
 
 from assets_support import ASSETS
-from blender_support import bpy, headless, scene_io
+from blender_support import bpy, headless
 
 pytestmark = pytest.mark.skipif(not (ASSETS / "khronos_fox").is_dir(), reason="needs ../shared/assets")
 
@@ -32,7 +34,7 @@ def ingested(tmp_path_factory):
 def replay_error(path, clip, action_name: str, frame_start: int, samples: int = 6) -> float:
     bpy.ops.wm.read_factory_settings(use_empty=True)
     arm, _ = headless.import_rig_file(str(path))
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     assert rig.names == clip.rig.names
     action = bpy.data.actions[action_name]
     anim = arm.animation_data or arm.animation_data_create()
@@ -42,8 +44,8 @@ def replay_error(path, clip, action_name: str, frame_start: int, samples: int = 
     worst = 0.0
     for k in np.linspace(0, clip.motion.frame_count - 1, samples).astype(int):
         bpy.context.scene.frame_set(frame_start + int(k))
-        world = scene_io.object_matrix(arm)  # clips are stored in world axes
-        got = scene_io.evaluated_pose(arm, rig)[:, :3, 3] @ world[:3, :3].T + world[:3, 3]
+        world = object_matrix(arm)  # clips are stored in world axes
+        got = evaluated_pose(arm, rig)[:, :3, 3] @ world[:3, :3].T + world[:3, 3]
         worst = max(worst, float(np.max(np.abs(got - expected[k, :, :3, 3]))) / clip.rig.body_size)
     return worst
 

@@ -8,9 +8,12 @@ import pytest
 from kirin.kirin_addon.io.clip import save_clip
 from kirin.kirin_addon.library.procedural import BipedSpec, biped_walk, default_retarget_pair
 from kirin.operators.headless import common as headless
+from kirin.operators.scene_io.action import write_action
+from kirin.operators.scene_io.mesh import create_skinned_mesh
+from kirin.operators.scene_io.rig import create_armature, evaluated_pose, read_rig
 
 from assets_support import ASSETS
-from blender_support import activate, bpy, scene_io
+from blender_support import activate, bpy
 
 
 @pytest.fixture
@@ -25,8 +28,8 @@ def walk_file(tmp_path):
 def character(blender):
     _, _, target, mesh = default_retarget_pair()
     bpy.context.scene.render.fps = 30  # the clip's rate: no resampling
-    arm = scene_io.create_armature(target, "Character")
-    body = scene_io.create_skinned_mesh(mesh, arm, target, "Body")
+    arm = create_armature(target, "Character")
+    body = create_skinned_mesh(mesh, arm, target, "Body")
     activate(arm)
     return arm, body
 
@@ -35,14 +38,14 @@ def poses_over(arm, rig, frames) -> np.ndarray:
     out = []
     for f in frames:
         bpy.context.scene.frame_set(f)
-        out.append(scene_io.evaluated_pose(arm, rig))
+        out.append(evaluated_pose(arm, rig))
     return np.array(out)
 
 
 def test_apply_motion_file_makes_a_new_action(character, walk_file):
     arm, _ = character
-    rig = scene_io.read_rig(arm)
-    previous = scene_io.write_action(arm, rig, biped_walk(rig, BipedSpec(naming="rigify"), frames=5), "mine")
+    rig = read_rig(arm)
+    previous = write_action(arm, rig, biped_walk(rig, BipedSpec(naming="rigify"), frames=5), "mine")
     assert bpy.ops.kirin.apply_motion_file(filepath=walk_file) == {"FINISHED"}
     action = arm.animation_data.action
     assert action != previous and "walk" in action.name
@@ -54,7 +57,7 @@ def test_apply_motion_file_makes_a_new_action(character, walk_file):
 
 def test_bake_to_nla_plays_back_the_same_poses(character, walk_file):
     arm, _ = character
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     bpy.ops.kirin.apply_motion_file(filepath=walk_file)
     frames = range(1, 73, 7)
     from_action = poses_over(arm, rig, frames)
@@ -85,7 +88,7 @@ def test_joint_map_is_editable(character, walk_file):
     arm.kirin.joint_map["DEF-forearm.L"].source = ""
     bpy.context.scene.kirin.motion_file = walk_file
     assert bpy.ops.kirin.apply_motion_file(filepath=walk_file) == {"FINISHED"}
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     fore = rig.index("DEF-forearm.L")
     for f in (10, 30):
         bpy.context.scene.frame_set(f)

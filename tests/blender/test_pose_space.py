@@ -14,9 +14,25 @@ import pytest
 from kirin.kirin_addon.core.motion import Motion, forward_kinematics
 from kirin.kirin_addon.core.rotations import quat_angle, quat_conjugate, quat_from_axis_angle, quat_multiply
 from kirin.kirin_addon.pose.space import Skeleton
+from kirin.operators.scene_io.action import (
+    action_channelbag,
+    action_key_frames,
+    armature_actions,
+    read_action,
+)
+from kirin.operators.scene_io.arrays import object_matrix
+from kirin.operators.scene_io.pose import (
+    key_pose,
+    read_pose,
+    read_pose_channels,
+    select_bones,
+    write_pose,
+    write_pose_channels,
+)
+from kirin.operators.scene_io.rig import evaluated_pose, read_rig
 
 from assets_support import asset_files
-from blender_support import activate, bpy, headless, scene_io, scene_state
+from blender_support import activate, bpy, headless, scene_state
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = f"bl_ext.{headless.REPO_NAME}.kirin"
@@ -66,18 +82,18 @@ def basis(arm) -> np.ndarray:
 
 def heads(arm, rig) -> np.ndarray:
     bpy.context.view_layer.update()
-    return scene_io.evaluated_pose(arm, rig)[:, :3, 3]
+    return evaluated_pose(arm, rig)[:, :3, 3]
 
 
 def distort(arm, rig, seed: int, amount: float = 1.0) -> None:
     """Turn every non-root bone by a seeded random rotation of up to `amount` radians."""
     rng = np.random.default_rng(seed)
-    pose = scene_io.read_pose(arm, rig)
+    pose = read_pose(arm, rig)
     turn = quat_from_axis_angle(rng.normal(size=(rig.joint_count, 3)),
                                 rng.uniform(0.5, 1.0, rig.joint_count) * amount)
     turn[rig.parents < 0] = (1.0, 0.0, 0.0, 0.0)
     rotations = quat_multiply(pose.rotations[0], turn)[None]
-    scene_io.write_pose(arm, rig, Motion(pose.fps, pose.root_positions, rotations, pose.translations))
+    write_pose(arm, rig, Motion(pose.fps, pose.root_positions, rotations, pose.translations))
 
 
 def mean_turn(a: Motion, b: Motion) -> float:
@@ -87,7 +103,7 @@ def mean_turn(a: Motion, b: Motion) -> float:
 
 def up(arm) -> np.ndarray:
     """World +Z in armature space, of unit length there."""
-    vector = np.linalg.inv(scene_io.object_matrix(arm)[:3, :3]) @ np.array([0.0, 0.0, 1.0])
+    vector = np.linalg.inv(object_matrix(arm)[:3, :3]) @ np.array([0.0, 0.0, 1.0])
     return vector / np.linalg.norm(vector)
 
 
@@ -117,20 +133,20 @@ def test_operators_tool_and_panel_are_registered(kirin):
     for name in ("pose_space_drag", "project_pose", "sample_pose", "walk_between_keys"):
         op = getattr(bpy.ops.kirin, name)
         assert "Not available yet" not in op.get_rna_type().description
-    assert ext("operators.pose")._tool_registered
+    assert ext("operators.pose_drag")._tool_registered
     from bl_ui.space_toolsystem_common import ToolSelectPanelHelper
 
     helper = ToolSelectPanelHelper._tool_class_from_space_type("VIEW_3D")
     ids = [getattr(t, "idname", None) for t in helper._tools["POSE"] if t is not None and not callable(t)]
-    assert ext("operators.pose").TOOL_ID in ids
+    assert ext("operators.pose_drag").TOOL_ID in ids
     assert hasattr(bpy.types, "KIRIN_PT_pose_space")
     assert hasattr(bpy.context.scene.kirin, "pose_strength") and hasattr(bpy.context.scene.kirin, "pose_seed")
 
 
 def test_event_mapping():
-    from kirin.operators import pose as pose_space
+    from kirin.operators import pose_drag
 
-    act = pose_space.event_action
+    act = pose_drag.event_action
     assert act(event("MOUSEMOVE")) == "move"
     assert act(event("LEFTMOUSE", "RELEASE")) == "confirm"
     assert act(event("LEFTMOUSE", "PRESS")) == "confirm"
@@ -159,7 +175,7 @@ def test_bad_input_changes_nothing(kirin):
         refused(op, "armature")
 
     arm, _ = headless.builtin_creature(3)
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     activate(arm)
     # Object Mode: dragging and projecting need Pose Mode.
     refused(bpy.ops.kirin.pose_space_drag, "Pose Mode", target=(0.0, 0.0, 1.0))
@@ -167,7 +183,7 @@ def test_bad_input_changes_nothing(kirin):
     # No action, then an action with one keyed frame.
     refused(bpy.ops.kirin.walk_between_keys, "no action")
     pose_mode(arm)
-    scene_io.key_pose(arm, rig, 1)
+    key_pose(arm, rig, 1)
     refused(bpy.ops.kirin.walk_between_keys, "at least 2")
     # No active bone and no bone named.
     arm.data.bones.active = None
@@ -183,23 +199,23 @@ def test_project_pose_keeps_selected_heads_and_moves_only_implausible_poses(crea
     """A plausible pose (one the prior samples) is nearly a fixed point of the projection; a pose
     of random turns is moved a lot: the prior tells them apart. The selected heads stay put."""
     arm = creature
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     kept = feet(arm, rig)
     chosen = np.zeros(rig.joint_count, dtype=bool)
     chosen[kept] = True
-    scene_io.select_bones(arm, rig, chosen)
+    select_bones(arm, rig, chosen)
     changes = {}
     for case in ("plausible", "random turns"):
         if case == "plausible":
             assert bpy.ops.kirin.sample_pose(seed=0) == {"FINISHED"}
         else:
             distort(arm, rig, seed=0)
-        before_pose, before_heads = scene_io.read_pose(arm, rig), heads(arm, rig)
+        before_pose, before_heads = read_pose(arm, rig), heads(arm, rig)
         assert bpy.ops.kirin.project_pose() == {"FINISHED"}
         after_heads = heads(arm, rig)
         error = np.linalg.norm(after_heads[kept] - before_heads[kept], axis=-1) / rig.body_size
         assert error.max() < KEEP, (case, error)
-        changes[case] = mean_turn(before_pose, scene_io.read_pose(arm, rig))
+        changes[case] = mean_turn(before_pose, read_pose(arm, rig))
         # Bones keep their lengths (rotations only).
         child = np.flatnonzero(rig.parents >= 0)
         lengths = np.linalg.norm(after_heads[child] - after_heads[rig.parents[child]], axis=-1)
@@ -232,7 +248,7 @@ def test_sample_pose_changes_the_pose_is_undoable_and_keys_with_auto_keying(crea
     assert bpy.ops.kirin.sample_pose(seed=3) == {"FINISHED"}
     action = arm.animation_data.action
     assert action is not None
-    assert scene_io.action_key_frames(action, arm).tolist() == [7]
+    assert action_key_frames(action, arm).tolist() == [7]
     posed = basis(arm)
     bpy.context.scene.frame_set(1)
     bpy.context.scene.frame_set(7)
@@ -242,31 +258,31 @@ def test_sample_pose_changes_the_pose_is_undoable_and_keys_with_auto_keying(crea
 @needs_backend
 def test_walk_between_keys_makes_a_new_action_through_the_keys(creature):
     arm = creature
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     keyed = (1, 9, 21)
     key_poses = []
     for k, frame in enumerate(keyed):
         bpy.context.scene.frame_set(frame)
         distort(arm, rig, seed=10 + k, amount=0.5)
-        scene_io.key_pose(arm, rig, frame)
+        key_pose(arm, rig, frame)
         key_poses.append(basis(arm))
     mine = arm.animation_data.action
     mine.name = "Mine"
-    bag = scene_io.action_channelbag(mine, arm)
+    bag = action_channelbag(mine, arm)
     original = {(f.data_path, f.array_index): [tuple(p.co) for p in f.keyframe_points] for f in bag.fcurves}
 
-    ranges, actions = ext("operators.pose").rig_ranges(arm, rig, rig)
+    ranges, actions = ext("operators.pose_scene").rig_ranges(arm, rig, rig)
     assert actions == 1
     assert bpy.ops.kirin.walk_between_keys() == {"FINISHED"}
     walked = arm.animation_data.action
     assert walked != mine and walked.name == "Mine (pose walk)"
     # Every in-between keeps to the ranges of the armature's actions (here: its three keys).
-    assert outside(ranges, rig, scene_io.read_action(arm, rig, walked)).max() < 0.01
+    assert outside(ranges, rig, read_action(arm, rig, walked)).max() < 0.01
     assert mine.use_fake_user
-    bag = scene_io.action_channelbag(mine, arm)
+    bag = action_channelbag(mine, arm)
     assert {(f.data_path, f.array_index): [tuple(p.co) for p in f.keyframe_points] for f in bag.fcurves} \
         == original  # the user's action is untouched
-    assert scene_io.action_key_frames(walked, arm).tolist() == list(range(keyed[0], keyed[-1] + 1))
+    assert action_key_frames(walked, arm).tolist() == list(range(keyed[0], keyed[-1] + 1))
     assert tuple(walked.frame_range) == (float(keyed[0]), float(keyed[-1]))
     for frame, pose in zip(keyed, key_poses, strict=True):
         bpy.context.scene.frame_set(frame)
@@ -294,7 +310,7 @@ def test_walk_between_keys_makes_a_new_action_through_the_keys(creature):
     # Selected keyframes only: the walk spans the selected ones; one selected frame is not enough.
     arm.animation_data.action = mine
     arm.animation_data.action_slot = mine.slots[0]
-    bag = scene_io.action_channelbag(mine, arm)
+    bag = action_channelbag(mine, arm)
 
     def select(frames):
         for fcurve in bag.fcurves:
@@ -308,20 +324,20 @@ def test_walk_between_keys_makes_a_new_action_through_the_keys(creature):
     assert scene_state() == before
     select((9.0, 21.0))
     assert bpy.ops.kirin.walk_between_keys() == {"FINISHED"}
-    assert scene_io.action_key_frames(arm.animation_data.action, arm).tolist() == list(range(9, 22))
+    assert action_key_frames(arm.animation_data.action, arm).tolist() == list(range(9, 22))
 
 
 @needs_backend
 def test_drag_moves_the_bone_keeps_pins_and_escape_restores_exactly(creature):
     arm = creature
-    rig = scene_io.read_rig(arm)
-    pose_space, backend_ops = ext("operators.pose"), ext("operators.common")
+    rig = read_rig(arm)
+    pose_space, backend_ops = ext("operators.pose_drag"), ext("operators.common")
     dragged, pinned = feet(arm, rig)
     chosen = np.zeros(rig.joint_count, dtype=bool)
     chosen[[dragged, pinned]] = True
-    scene_io.select_bones(arm, rig, chosen)
+    select_bones(arm, rig, chosen)
     start_heads, start_basis = heads(arm, rig), basis(arm)
-    start_channels = scene_io.read_pose_channels(arm)
+    start_channels = read_pose_channels(arm)
     size = rig.body_size
     direction = up(arm)
 
@@ -342,7 +358,7 @@ def test_drag_moves_the_bone_keeps_pins_and_escape_restores_exactly(creature):
 
     assert pose_space.drag_modal(op, bpy.context, event("ESC", "PRESS")) == {"CANCELLED"}
     assert np.abs(basis(arm) - start_basis).max() < 1e-6
-    after = scene_io.read_pose_channels(arm)
+    after = read_pose_channels(arm)
     assert all(np.array_equal(after[k], start_channels[k]) for k in start_channels)
 
     # Confirmed with LMB: the dragged pose stays.
@@ -357,7 +373,7 @@ def test_drag_moves_the_bone_keeps_pins_and_escape_restores_exactly(creature):
     assert op.bone == rig.names[dragged] and len(op.target) == 3  # what Redo runs again
 
     # A backend error mid-drag: the pose goes back, the message says why.
-    scene_io.write_pose_channels(arm, start_channels)
+    write_pose_channels(arm, start_channels)
     session = pose_space.DragSession(bpy.context, arm, rig.names[dragged], backend_ops.connect(), None)
     session.to_target = lambda x, y: start_heads[dragged] + direction * 0.1 * size * x / 100.0
     op = FakeOperator(session)
@@ -373,7 +389,7 @@ def test_drag_moves_the_bone_keeps_pins_and_escape_restores_exactly(creature):
     assert op.reports and "ERROR" in op.reports[-1][0] and "backend stopped" in op.reports[-1][1]
 
     # The scripted drag (execute): the head goes towards a world-space target, one undo step.
-    world = scene_io.object_matrix(arm)
+    world = object_matrix(arm)
     goal = world[:3, :3] @ (start_heads[dragged] + direction * 0.1 * size) + world[:3, 3]
     assert bpy.ops.kirin.pose_space_drag(bone=rig.names[dragged], target=tuple(goal)) == {"FINISHED"}
     reached = world[:3, :3] @ heads(arm, rig)[dragged] + world[:3, 3]
@@ -390,26 +406,26 @@ def test_fox_project_and_drag(kirin):
     if arm.animation_data is not None:
         arm.animation_data.action = None  # the file's clips would override the pose
     pose_mode(arm)
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     size = rig.body_size
     distort(arm, rig, seed=3, amount=0.6)
     # glTF imports keep bone `location` offsets in the pose: requests fold them into the rig.
-    pose = scene_io.read_pose(arm, rig)
+    pose = read_pose(arm, rig)
     assert pose.translations is not None
-    held, bare = ext("operators.pose").held_offsets(rig, pose)
+    held, bare = ext("operators.pose_scene").held_offsets(rig, pose)
     assert bare.translations is None
     assert np.abs(forward_kinematics(held, bare) - forward_kinematics(rig, pose)).max() < 1e-9 * size
     kept = feet(arm, rig)
     chosen = np.zeros(rig.joint_count, dtype=bool)
     chosen[kept] = True
-    scene_io.select_bones(arm, rig, chosen)
+    select_bones(arm, rig, chosen)
     before = heads(arm, rig)
     assert bpy.ops.kirin.project_pose() == {"FINISHED"}
     after = heads(arm, rig)
     assert np.linalg.norm(after[kept] - before[kept], axis=-1).max() / size < KEEP
 
     start_basis = basis(arm)
-    pose_space, backend_ops = ext("operators.pose"), ext("operators.common")
+    pose_space, backend_ops = ext("operators.pose_drag"), ext("operators.common")
     dragged, pinned = kept
     session = pose_space.DragSession(bpy.context, arm, rig.names[dragged], backend_ops.connect(), None)
     target = after[dragged] + up(arm) * 0.1 * size
@@ -439,24 +455,24 @@ def test_fox_drag_keeps_to_the_ranges_of_its_actions(kirin):
     if not files:
         pytest.skip("../shared/assets is absent")
     arm, _ = headless.import_rig_file(str(files[0]))
-    rig = scene_io.read_rig(arm)
-    actions = scene_io.armature_actions(arm)
+    rig = read_rig(arm)
+    actions = armature_actions(arm)
     assert len(actions) == 3
-    pose_space, backend_ops = ext("operators.pose"), ext("operators.common")
+    pose_space, backend_ops = ext("operators.pose_drag"), ext("operators.common")
     walk = next(a for a in actions if "Walk" in a.name)
-    motion = scene_io.read_action(arm, rig, walk, frames=scene_io.action_key_frames(walk, arm))
+    motion = read_action(arm, rig, walk, frames=action_key_frames(walk, arm))
     arm.animation_data.action = None  # the pose is ours to set
     pose_mode(arm)
     dragged = feet(arm, rig)[0]
     excess = {True: 0.0, False: 0.0}
     for frame in (3, 9):
-        scene_io.write_pose(arm, rig, motion.sliced(frame, frame + 1))
+        write_pose(arm, rig, motion.sliced(frame, frame + 1))
         start = heads(arm, rig)
         for keep in (True, False):
             session = pose_space.DragSession(bpy.context, arm, rig.names[dragged], backend_ops.connect(),
                                              None, keep_ranges=keep)
             request = session.request_rig
-            ranges = pose_space.rig_ranges(arm, rig, request)[0]
+            ranges = ext("operators.pose_scene").rig_ranges(arm, rig, request)[0]
             if keep:
                 assert session.range_actions == 3 and "within the ranges of 3 action(s)" in session.status()
                 assert np.allclose(session.ranges.swing, ranges.swing)
@@ -464,25 +480,25 @@ def test_fox_drag_keeps_to_the_ranges_of_its_actions(kirin):
             else:
                 assert session.ranges is None and session.range_actions == 0
             assert session.move(start[dragged] + up(arm) * 0.25 * rig.body_size) is not None
-            excess[keep] += float(outside(ranges, request, scene_io.read_pose(arm, rig)).sum())
+            excess[keep] += float(outside(ranges, request, read_pose(arm, rig)).sum())
             session.restore()
     assert excess[True] < 0.8 * excess[False], excess
 
     # The ranges follow the keys: one key turned far widens its bone's range.
-    before = pose_space.rig_ranges(arm, rig, request)[0]
-    bag = scene_io.action_channelbag(walk, arm)
+    before = ext("operators.pose_scene").rig_ranges(arm, rig, request)[0]
+    bag = action_channelbag(walk, arm)
     curve = next(c for c in bag.fcurves if c.data_path.endswith("rotation_quaternion") and c.array_index == 1)
     bone = rig.index(curve.data_path.split('"')[1])
     curve.keyframe_points[0].co[1] += 0.8
     curve.update()
-    after = pose_space.rig_ranges(arm, rig, request)[0]
+    after = ext("operators.pose_scene").rig_ranges(arm, rig, request)[0]
     assert after.swing[bone] + after.twist[bone] > before.swing[bone] + before.twist[bone] + 0.1
 
 
 def test_ranges_come_only_from_the_bones_an_action_turns(creature):
     arm = creature
-    rig = scene_io.read_rig(arm)
-    pose_space = ext("operators.pose")
+    rig = read_rig(arm)
+    pose_space = ext("operators.pose_scene")
     assert pose_space.rig_ranges(arm, rig, rig) == (None, 0)  # no action: the prior alone
     joint = int(np.flatnonzero(rig.parents >= 0)[0])
     bone = arm.pose.bones[rig.names[joint]]

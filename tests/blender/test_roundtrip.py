@@ -11,9 +11,11 @@ from kirin.kirin_addon.core.motion import Motion, forward_kinematics
 from kirin.kirin_addon.core.rotations import axis_rotations
 from kirin.kirin_addon.library.procedural import BipedSpec, build_biped
 from kirin.operators.headless import common as headless
+from kirin.operators.scene_io.action import read_action, write_action
+from kirin.operators.scene_io.rig import create_armature, evaluated_pose, read_rig
 
 from assets_support import asset_files
-from blender_support import bpy, random_world_motion, scene_io
+from blender_support import bpy, random_world_motion
 
 RIG_FILES = asset_files("*/*.glb", "*/*.gltf", "quaternius/*/*.glb", "*/*.bvh")
 ROTATION_MODES = ["QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE"]
@@ -37,7 +39,7 @@ def randomise_rest(arm, seed: int, scale: float) -> None:
 
 
 def check_round_trip(arm, frames: int = 6, seed: int = 0) -> float:
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     for bone in arm.pose.bones:  # the rest pose (an importer leaves scales of 1 ± 1e-5 in the pose)
         bone.location, bone.scale = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
     motion = random_world_motion(rig, frames, seed)
@@ -46,12 +48,12 @@ def check_round_trip(arm, frames: int = 6, seed: int = 0) -> float:
     moved = rng.normal(scale=0.05 * rig.body_size, size=(frames, rig.joint_count, 3))
     moved[:, rig.connected] = 0.0
     motion = Motion(motion.fps, motion.root_positions, motion.rotations, moved)
-    scene_io.write_action(arm, rig, motion, "roundtrip", frame_start=1)
+    write_action(arm, rig, motion, "roundtrip", frame_start=1)
     expected = forward_kinematics(rig, motion)
     worst = 0.0
     for t in range(frames):
         bpy.context.scene.frame_set(1 + t)
-        got = scene_io.evaluated_pose(arm, rig)
+        got = evaluated_pose(arm, rig)
         err = np.max(np.abs(got[:, :3, 3] - expected[t, :, :3, 3])) / rig.body_size
         err_rot = np.max(np.abs(got[:, :3, :3] - expected[t, :, :3, :3]))
         worst = max(worst, err, err_rot)
@@ -62,7 +64,7 @@ def check_round_trip(arm, frames: int = 6, seed: int = 0) -> float:
 def test_round_trip_on_asset_rigs(blender, path):
     arm, _ = headless.import_rig_file(str(path))
     scale = [1.0, 100.0, 0.01][len(path.stem) % 3]
-    if scale * scene_io.read_rig(arm).body_size < 0.05:
+    if scale * read_rig(arm).body_size < 0.05:
         scale = 100.0  # Blender deletes bones shorter than ~1e-5 on leaving edit mode
     randomise_rest(arm, seed=len(path.stem), scale=scale)
     assert check_round_trip(arm) < 1e-5
@@ -71,8 +73,8 @@ def test_round_trip_on_asset_rigs(blender, path):
 @pytest.mark.parametrize("roll_seed", [None, 3])
 def test_round_trip_on_built_rig_keeps_rest_exact(blender, roll_seed):
     rig = build_biped(BipedSpec(roll_seed=roll_seed))
-    arm = scene_io.create_armature(rig, "built")
-    back = scene_io.read_rig(arm)
+    arm = create_armature(rig, "built")
+    back = read_rig(arm)
     order = [back.index(n) for n in rig.names]  # Blender stores bones in its own order
     assert sorted(back.names) == sorted(rig.names)
     assert np.allclose(back.rest[order], rig.rest, atol=1e-6)
@@ -83,18 +85,18 @@ def test_round_trip_on_built_rig_keeps_rest_exact(blender, roll_seed):
 
 def test_new_action_keeps_the_previous_one(blender):
     rig = build_biped()
-    arm = scene_io.create_armature(rig, "built")
-    first = scene_io.write_action(arm, rig, Motion.rest(rig, 3), "first")
-    second = scene_io.write_action(arm, rig, Motion.rest(rig, 3), "second")
+    arm = create_armature(rig, "built")
+    first = write_action(arm, rig, Motion.rest(rig, 3), "first")
+    second = write_action(arm, rig, Motion.rest(rig, 3), "second")
     assert arm.animation_data.action == second
     assert first.use_fake_user and first.name in bpy.data.actions
-    again = scene_io.read_action(arm, rig, second)
+    again = read_action(arm, rig, second)
     assert again.frame_count == 3
 
 
 def test_read_action_recovers_written_motion(blender):
     rig = build_biped(BipedSpec(roll_seed=5))
-    arm = scene_io.create_armature(rig, "built")
+    arm = create_armature(rig, "built")
     for k, pose_bone in enumerate(arm.pose.bones):
         mode = ROTATION_MODES[k % len(ROTATION_MODES)]
         pose_bone.rotation_mode = mode
@@ -102,6 +104,6 @@ def test_read_action_recovers_written_motion(blender):
     moved = np.random.default_rng(1).normal(scale=0.1, size=(5, rig.joint_count, 3))
     moved[:, rig.connected] = 0.0
     motion = Motion(motion.fps, motion.root_positions, motion.rotations, moved)
-    action = scene_io.write_action(arm, rig, motion, "written")
-    back = scene_io.read_action(arm, rig, action, fps=30.0)
+    action = write_action(arm, rig, motion, "written")
+    back = read_action(arm, rig, action, fps=30.0)
     assert np.allclose(forward_kinematics(rig, back), forward_kinematics(rig, motion), atol=1e-5)

@@ -15,6 +15,8 @@ from kirin.kirin_addon.core.motion import Motion
 from kirin.kirin_addon.library.procedural import build_biped, capsule_mesh
 from kirin.operators import bind, generate, nla, pose, scene_change, video
 from kirin.operators.scene_change import SceneChange
+from kirin.operators.scene_io.action import keyed_locations, read_action, write_action
+from kirin.operators.scene_io.rig import read_rig
 
 from blender_support import activate, bpy, headless, random_world_motion, scene_io, scene_state
 
@@ -43,10 +45,10 @@ def scene(blender):
     action, an NLA take, frames 1–250."""
     arm, meshes = headless.builtin_creature(0)
     activate(arm)
-    rig = scene_io.read_rig(arm)
-    scene_io.write_action(arm, rig, random_world_motion(rig, 12, seed=1), "user take")
+    rig = read_rig(arm)
+    write_action(arm, rig, random_world_motion(rig, 12, seed=1), "user take")
     nla.push_action_to_track(arm, "Kirin user take")
-    scene_io.write_action(arm, rig, random_world_motion(rig, 12, seed=2), "user walk")
+    write_action(arm, rig, random_world_motion(rig, 12, seed=2), "user walk")
     free = next(b for b in arm.data.bones if not b.use_connect and b.parent is not None)
     arm.pose.bones[free.name].location = (0.05, 0.0, 0.0)
     bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 250
@@ -69,7 +71,7 @@ def test_a_generate_that_fails_part_way_leaves_the_scene_as_it_was(scene, monkey
     variant's write breaks. Before, "#2" and "#3" stayed in new tracks and the user's take stayed muted."""
     task, result = generation_task(scene, variants=3)
     before = scene_state()
-    fail_on_call(monkeypatch, scene_io, "write_action", 3)
+    fail_on_call(monkeypatch, generate, "write_action", 3)
     with pytest.raises(Broke):
         generate.write_results(bpy.context, task, result)
     assert scene_state() == before
@@ -108,9 +110,9 @@ def test_keys_on_a_connected_bones_location_are_read_as_blender_plays_them(scene
     for frame in (1, 8):
         arm.pose.bones[connected].location = (0.02 * frame, 0.0, 0.0)
         arm.pose.bones[connected].keyframe_insert("location", frame=frame)
-    keep = scene_io.read_action(arm, rig, action)
+    keep = read_action(arm, rig, action)
     assert keep.translations is None or not np.any(keep.translations[:, rig.names.index(connected)])
-    scene_io.keyed_locations(rig, keep)  # writable as it is
+    keyed_locations(rig, keep)  # writable as it is
 
 
 def test_a_video_result_that_fails_part_way_leaves_the_scene_as_it_was(scene, monkeypatch) -> None:
@@ -133,7 +135,7 @@ def test_a_keyed_pose_that_fails_part_way_leaves_pose_and_keys_as_they_were(scen
     bpy.context.scene.frame_set(5)
     answer = random_world_motion(scene.rig, 1, seed=7)
     before = scene_state()
-    fail_on_call(monkeypatch, scene_io, "key_pose", 1)
+    fail_on_call(monkeypatch, pose, "key_pose", 1)
     with pytest.raises(Broke):
         pose.write_answer(bpy.context, scene.arm, scene.rig, answer, key=True)
     assert scene_state() == before
@@ -192,7 +194,7 @@ def _plain_mesh(skin, name: str = "scan") -> bpy.types.Object:
 def test_a_change_that_works_is_kept(scene) -> None:
     with SceneChange(bpy.context.scene) as change:
         change.keep_animation(scene.arm)
-        scene_io.write_action(scene.arm, scene.rig, random_world_motion(scene.rig, 4, seed=3), "kept")
+        write_action(scene.arm, scene.rig, random_world_motion(scene.rig, 4, seed=3), "kept")
     assert scene.arm.animation_data.action.name == "kept"
 
 

@@ -17,8 +17,12 @@ from video_support import SIZE, synthetic_files
 
 from kirin.kirin_addon.core.camera import PinholeCamera
 from kirin.kirin_addon.core.motion import Motion
+from kirin.operators.scene_io.action import action_channelbag, write_action
+from kirin.operators.scene_io.mesh import create_skinned_mesh
+from kirin.operators.scene_io.rig import create_armature, evaluated_pose, read_rig
+from kirin.operators.scene_io.tracks import read_movie_clip_tracks
 
-from blender_support import activate, bpy, headless, scene_io, scene_state
+from blender_support import activate, bpy, headless, reported, scene_state
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = f"bl_ext.{headless.REPO_NAME}.kirin"
@@ -82,11 +86,11 @@ def movie_clip_with_track(files, bone: str):
 
 # ----------------------------------------------------------------------------- reading tracks (no backend)
 def test_movie_clip_tracks_are_read_in_pixels_and_assigned_by_name(creature, files, kirin):
-    rig = scene_io.read_rig(creature)
+    rig = read_rig(creature)
     bone = rig.names[rig.main_root]
     clip, points = movie_clip_with_track(files, bone)
     clip.tracking.tracks.new(name="a speck of dust", frame=3).markers.find_frame(3).co = (0.5, 0.5)
-    tracks, size = scene_io.read_movie_clip_tracks(clip)
+    tracks, size = read_movie_clip_tracks(clip)
     assert size == SIZE and set(tracks) == {bone, "a speck of dust"}
     expected = points.copy()
     expected[4] = np.nan  # the disabled marker
@@ -111,8 +115,8 @@ def test_movie_clip_tracks_are_read_in_pixels_and_assigned_by_name(creature, fil
 # ----------------------------------------------------------------------------- end to end
 def test_extract_writes_a_new_action_keeps_the_old_and_undoes(creature, files, kirin):
     arm = creature
-    rig = scene_io.read_rig(arm)
-    old = scene_io.write_action(arm, rig, Motion.rest(rig, 3), "My walk")
+    rig = read_rig(arm)
+    old = write_action(arm, rig, Motion.rest(rig, 3), "My walk")
     bone = rig.names[rig.main_root]
     clip, _ = movie_clip_with_track(files, bone)
     settings = bpy.context.scene.kirin
@@ -126,24 +130,23 @@ def test_extract_writes_a_new_action_keeps_the_old_and_undoes(creature, files, k
     bpy.ops.ed.undo_push(message="before Extract Motion From Video")
     before = scene_state()
 
-    assert bpy.ops.kirin.motion_from_video("EXEC_DEFAULT", True) == {"FINISHED"}
+    report = reported(bpy.ops.kirin.motion_from_video, "EXEC_DEFAULT", True)
     action = arm.animation_data.action
     assert action.name == "Kirin: walk.mp4" and action["kirin_video"] == os.path.abspath(files["video"])
     # Video frames 0, 2, ... 10: a 12 fps clip of 5/12 s, 13 frames at the scene's 30 fps.
     assert tuple(action.frame_range) == (1.0, 13.0)
     assert bpy.context.scene.frame_end == 250  # the user's range: grown to hold a clip, never shrunk
     assert old.name in bpy.data.actions and old.use_fake_user  # the previous action is kept
-    bag = scene_io.action_channelbag(action, arm)
+    bag = action_channelbag(action, arm)
     keyed = {fc.data_path.split('"')[1] for fc in bag.fcurves}
     assert keyed == set(rig.names)
-    report = dict(kirin.last_extract)
     assert report["frames"] == 13 and report["bones"] == rig.joint_count and report["mesh"]
     assert report["tracks"] == [bone] and report["silhouettes"] == "background"
     assert report["backend_report"]["video_frames"] == 6
     assert report["backend_report"]["evidence"]["keypoint_bones"] == 4
     for frame in (1, 7, 13):
         bpy.context.scene.frame_set(frame)
-        assert np.isfinite(scene_io.evaluated_pose(arm, rig)).all()
+        assert np.isfinite(evaluated_pose(arm, rig)).all()
 
     bpy.ops.ed.undo()
     assert scene_state() == before
@@ -153,20 +156,18 @@ def test_each_frame_alone_with_a_gait_and_a_facing_writes_the_take_and_its_camer
     """The panel's "Each frame alone", Gait and Facing reach the backend; the fitted camera is stored on
     the take, and sees the rig where the video shows the subject (OpenCV is the backend's, not Blender's)."""
     arm = creature
-    rig = scene_io.read_rig(arm)
+    rig = read_rig(arm)
     activate(arm)
-    done = bpy.ops.kirin.motion_from_video(video=files["video"], stride=2, silhouettes="STILLS",
-                                           gait="walk", facing="RIGHT", epochs=1)
-    assert done == {"FINISHED"}
+    report = reported(bpy.ops.kirin.motion_from_video, video=files["video"], stride=2, silhouettes="STILLS",
+                      gait="walk", facing="RIGHT", epochs=1)
     action = arm.animation_data.action
-    report = dict(kirin.last_extract)
     assert report["silhouettes"] == "stills" and report["gait"] == "walk" and report["facing"] == "right"
     camera = action["kirin_video_camera"]
     assert len(camera["rotation"]) == 9 and list(camera["image_size"]) == list(SIZE)
     seen = PinholeCamera(camera["focal"], list(camera["center"]),
                          np.reshape(list(camera["rotation"]), (3, 3)), list(camera["translation"]))
     bpy.context.scene.frame_set(1)
-    root = scene_io.evaluated_pose(arm, rig)[rig.main_root][:3, 3]
+    root = evaluated_pose(arm, rig)[rig.main_root][:3, 3]
     x, y = seen.project(root)
     assert 0 <= x <= SIZE[0] and 0 <= y <= SIZE[1] and seen.depth(root) > 0
 
@@ -202,7 +203,7 @@ def run_and_expect_error(match: str, **options) -> None:
 
 
 def test_bad_input_gets_a_clear_message_and_changes_nothing(creature, files, kirin, tmp_path):
-    rig = scene_io.read_rig(creature)
+    rig = read_rig(creature)
     good = {"video": files["video"], "keypoints": files["keypoints"], "epochs": 1}
     run_and_expect_error("Choose a driving video", video="")
     run_and_expect_error("does not exist", **{**good, "video": str(tmp_path / "none.mp4")})
@@ -239,12 +240,11 @@ def test_cockatoo_video_on_a_procedural_bird(kirin):
     from kirin.kirin_addon.library.families.build import build_creature
 
     bird = build_creature("bird", 1)
-    arm = scene_io.create_armature(bird.rig, "Bird")
-    scene_io.create_skinned_mesh(bird.mesh, arm, bird.rig, "Bird Body")
+    arm = create_armature(bird.rig, "Bird")
+    create_skinned_mesh(bird.mesh, arm, bird.rig, "Bird Body")
     activate(arm)
-    done = bpy.ops.kirin.motion_from_video(video=str(COCKATOO), stride=4, silhouettes="BACKGROUND", epochs=1)
-    assert done == {"FINISHED"}
-    report = dict(kirin.last_extract)
+    report = reported(bpy.ops.kirin.motion_from_video, video=str(COCKATOO), stride=4,
+                      silhouettes="BACKGROUND", epochs=1)
     backend = report["backend_report"]
     assert backend["video_frames"] == 70 and report["bones"] == bird.rig.joint_count
     assert (backend["first_video_frame"], backend["last_video_frame"]) == (0, 276)
@@ -255,7 +255,7 @@ def test_cockatoo_video_on_a_procedural_bird(kirin):
     assert report["frames"] == 415 and tuple(action.frame_range) == (1.0, 415.0)
     for frame in (1, 200, 415):
         bpy.context.scene.frame_set(frame)
-        assert np.isfinite(scene_io.evaluated_pose(arm, bird.rig)).all()
+        assert np.isfinite(evaluated_pose(arm, bird.rig)).all()
 
 
 # ----------------------------------------------------------------------------- the command line

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from video_support import cesiumman_video
 
+from kirin.operators.scene_io.rig import read_rig
+
 from assets_support import asset_files
-from blender_support import activate, bpy, headless, scene_io, scene_state
+from blender_support import activate, bpy, headless, reported, scene_state
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = f"bl_ext.{headless.REPO_NAME}.kirin"
@@ -36,12 +38,11 @@ def test_cesiumman_follows_mediapipe(kirin, tmp_path):
     video = cesiumman_video(tmp_path / "cesium.mp4", 16)
     arm, _ = headless.import_rig_file(str(CESIUM[0]))
     activate(arm)
-    assert bpy.ops.kirin.motion_from_video(video=str(video), silhouettes="NONE", mediapipe=True,
-                                           epochs=1) == {"FINISHED"}
-    report = dict(kirin.last_extract)
+    report = reported(bpy.ops.kirin.motion_from_video, video=str(video), silhouettes="NONE", mediapipe=True,
+                      epochs=1)
     found = report["backend_report"]["evidence"]["mediapipe"]
     assert report["mediapipe"] is True and found["frames_detected"] >= 12 and len(found["bones"]) == 14
-    assert set(found["bones"].values()) <= set(scene_io.read_rig(arm).names)
+    assert set(found["bones"].values()) <= set(read_rig(arm).names)
     assert arm.animation_data.action.name == "Kirin: cesium.mp4" and report["frames"] == 16
 
 
