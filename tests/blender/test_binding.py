@@ -80,7 +80,9 @@ def test_transfer_weights_reskins_a_remeshed_copy(creature):
     target.select_set(True)
     body.select_set(True)
     bpy.context.view_layer.objects.active = body
-    assert bpy.ops.kirin.transfer_weights() == {"FINISHED"}
+    report = reported(bpy.ops.kirin.transfer_weights)
+    assert report["source"] == body.name and list(report["targets"]) == [target.name]
+    assert report["targets"][target.name]["vertices"] == len(target.data.vertices)
 
     bones = {b.name for b in arm.data.bones}
     groups = {g.name for g in target.vertex_groups}
