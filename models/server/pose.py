@@ -177,7 +177,7 @@ class PoseService:
         return rig, mesh, key
 
     def _names(self, rig: Rig) -> np.ndarray | None:
-        """Joint-name embeddings by the motion model's text encoder (as MotionModel.prepare_rig)."""
+        """Joint-name embeddings by the motion model's text encoder (as its `encode_rig` embeds them)."""
         encoder = None if self.encoder is None else self.encoder()
         if encoder is None:
             return None
