@@ -43,6 +43,9 @@ KNOWN_GUESSED = {
     "quaternius/easy_enemies_pack/Snake_angry.glb",  # reared up in a flat S, no side names
     "quaternius/fish_pack/Fish1.glb",  # no side names; two unnamed fins pass for legs
     "quaternius/fish_pack/Fish3.glb",  # no side names, a thin bent spine
+    # No legs, no side names, lying flat: the head-to-tail cue finds +Z forward but the ground cue is
+    # weak (the file arrived with Mesh2Motion's pack after this test's list; issue 31 takes its rigs up).
+    "mesh2motion/snake-animations.glb",
 }
 # Guessed assets that come out wrong even when the prior is told the file is +Y up.
 KNOWN_WRONG_WITH_Y_UP_PRIOR = {
