@@ -100,10 +100,13 @@ class BackendOperator:
     _timer = None
 
     def _start(self, context) -> BackendTask | None:
+        """Read and check the scene and submit the job (None: refused, reported); each backend operator
+        defines it."""
         raise NotImplementedError
 
     def _write(self, context, task: BackendTask, result: Any) -> Written:
-        """Write the result to the scene, all or nothing; raise (the change taken back) when it fails."""
+        """Write the result to the scene, all or nothing; raise (the change taken back) when it fails.
+        Each backend operator defines it."""
         raise NotImplementedError
 
     def _finish(self, context, task: BackendTask, result: Any) -> set[str]:
