@@ -175,7 +175,7 @@ def _controllers_made(creature: Creature, plan: MotionPlan, frames: int, fps: fl
         segments = plan.controller_segments(moving_frames / fps, shape)
         tempo = [_tempo_report(segment) for segment in segments]
         clip = controller_clip(creature, segments[0].action, seed, frames=moving_frames, fps=fps,
-                               travel=Travel(direction=plan.segments[0].direction), segments=segments)
+                               travel=Travel(direction=plan.direction), segments=segments)
     else:  # one action in place (plan.constructed)
         clip = controller_clip(creature, plan.segments[0].action, seed, frames=frames, fps=fps)
     pose = forward_kinematics(creature.rig, clip.motion)

@@ -8,7 +8,8 @@ prompt names only sets the cadence (a fox steps quicker than a donkey).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from ..library.captions.clip_names import describe_clip_name
 from ..library.controllers.dispatch import ACTIONS_BY_FAMILY
@@ -17,8 +18,10 @@ from ..library.controllers.segments import GaitSegment
 from .rig_shape import RigShape
 from .tempo import gait_segment, species_in
 
-# Pace of each speed bucket a prompt's speed word falls in, as a share of the gait's own speed.
-PACE_OF_BUCKET = {"very_slow": 0.5, "slow": 0.7, "fast": 1.3, "very_fast": 1.6}
+# Pace of each speed bucket a prompt's speed word falls in, as a share of the gait's own speed (people's
+# slow and fast walks are about 0.6 and 1.4 times their usual speed). The cadence carries pace^0.55 of it
+# (tempo.py), the stride the rest.
+PACE_OF_BUCKET = {"very_slow": 0.45, "slow": 0.6, "fast": 1.4, "very_fast": 1.75}
 # The families whose legs the controllers solve on artists' rigs. Not the spider: on the luanti spider
 # its sprawled, arched legs were pulled in under the body (the front feet 0.1 body sizes back of rest).
 CONSTRUCTED_FAMILIES = ("quadruped", "biped")
@@ -38,7 +41,15 @@ STOP_SECONDS = 0.8
 AT_REST = ("idle", "land", "stop")
 STOP = "stop"
 DIRECTIONS = {"forward": "forward", "backward": "backward", "left": "left", "right": "right",
-              "in a circle": "circle"}
+              "turning left": "left", "turning right": "right", "in a circle": "circle"}
+# A part of a plan whose direction differs from the others' turns on its own by this much (rad, positive
+# left: counter-clockwise seen from above, about +Z in the canonical frame, where −Y is forward):
+# "…, then turning right" is a right angle clockwise.
+TURN_ANGLES = {"left": math.pi / 2, "right": -math.pi / 2, "circle": 2 * math.pi}
+# How long such a turn takes (s) where its part is longer: the rest of the part goes on straight in the
+# new heading (a part shorter than the turn and MIN_STRAIGHT turns all along).
+TURN_SECONDS = 1.5
+MIN_STRAIGHT = 0.6
 
 
 @dataclass(frozen=True)
@@ -94,12 +105,33 @@ class MotionPlan:
                 and self.segments[0].action in CONSTRUCTED_ACTIONS
                 and self.segments[0].action in ACTIONS_BY_FAMILY.get(self.family, ()))
 
+    @property
+    def direction(self) -> str:
+        """The direction of the whole clip: the one its parts share, else forward (backward where the first
+        goes backward) with each part that goes left, right or round turning on its own."""
+        directions = {s.direction for s in self.segments}
+        if len(directions) == 1:
+            return directions.pop()
+        return "backward" if self.segments[0].direction == "backward" else "forward"
+
     def controller_segments(self, seconds: float, shape: RigShape | None = None) -> tuple[GaitSegment, ...]:
         """The controllers' segments over a clip of `seconds`, each at the tempo tempo.py gives it (on a rig
-        of `shape`, the tempo of the calibration rigs built like it)."""
+        of `shape`, the tempo of the calibration rigs built like it); a part that turns on its own (see
+        `direction`) turns by its TURN_ANGLES over TURN_SECONDS, then goes on straight."""
         total = sum(s.share for s in self.segments)
-        return tuple(gait_segment(self.family, s.action, seconds * s.share / total, s.pace, self.species,
-                                  shape, s.frequency) for s in self.segments)
+        out: list[GaitSegment] = []
+        for s in self.segments:
+            made = gait_segment(self.family, s.action, seconds * s.share / total, s.pace, self.species, shape,
+                                s.frequency)
+            angle = TURN_ANGLES.get(s.direction) if s.direction != self.direction else None
+            if angle is None or made.stops:
+                out.append(made)
+                continue
+            turning = made.duration if made.duration < TURN_SECONDS + MIN_STRAIGHT else TURN_SECONDS
+            out.append(replace(made, duration=turning, turn=angle))
+            if turning < made.duration:
+                out.append(replace(made, duration=made.duration - turning, turn=0.0))
+        return tuple(out)
 
 
 def _ending_at_rest(segments: list[Segment], family: str) -> list[Segment]:
@@ -123,13 +155,19 @@ def plan_prompt(prompt: str, family: str) -> MotionPlan:
     parts = description.parts()
     allowed = ACTIONS_BY_FAMILY.get(family, ())
     gaits = FAMILY_GAITS.get(family, {})
-    segments = []
+    segments: list[Segment] = []
     for part in parts:
         action = part.action
         if action not in allowed and action in ("run", "gallop", "canter"):
             action = "run" if "run" in gaits else "gallop"
-        segments.append(Segment(action, 1.0, PACE_OF_BUCKET.get(part.bucket() or "", 1.0),
-                                DIRECTIONS.get(part.direction or "forward", "forward")))
+        pace = PACE_OF_BUCKET.get(part.bucket() or "", 1.0)
+        direction = DIRECTIONS.get(part.direction or "forward", "forward")
+        if action == "turn" and direction in ("left", "right"):  # "…, then turning right": the gait turns
+            before = segments[-1] if segments and segments[-1].action in gaits else None
+            action = before.action if before is not None else "walk"
+            if before is not None and part.bucket() is None:
+                pace = before.pace
+        segments.append(Segment(action, 1.0, pace, direction))
     segments = _ending_at_rest(segments, family)
     merged: list[Segment] = []
     for segment in segments:  # "walks, walks on" is one walk

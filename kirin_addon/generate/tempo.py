@@ -7,9 +7,10 @@ that share one set of clips count once), measured on the deformed mesh by
 tempo across the rigs' proportions (a monster with legs 0.2 body sizes long walks at the same 1 Hz as a
 person), so the frequency is the gait's; a species the prompt names scales it mildly by its size
 (∝ leg^-0.3). A speed word changes the tempo as cadence follows speed in people and animals
-(frequency ∝ speed^0.55). A stance share is the one the controllers must be given for the deformed
-mesh to read the authored median. Bipeds get the crouch, lean, arm swing and foot roll their walks and
-runs have (game characters stand with straight legs: a stride needs bent knees).
+(frequency ∝ speed^0.55), and the stride carries the rest. A stance share is the one the controllers
+must be given for the deformed mesh to read the authored median. Bipeds get the crouch, lean, arm swing
+and foot roll their walks and runs have (game characters stand with straight legs: a stride needs bent
+knees).
 
 Every gait segment made for a prompt or a video gets its tempo here (`gait_segment`): its stride
 frequency and the controllers' gait values it changes (GaitOverrides), and the rigs it came from.
@@ -177,12 +178,14 @@ def tempo_of(family: str, gait: str, pace: float = 1.0, species: str | None = No
 def gait_segment(family: str, action: str, seconds: float, pace: float = 1.0, species: str | None = None,
                  shape: RigShape | None = None, frequency: float | None = None) -> GaitSegment:
     """The controllers' segment of `action` for `seconds`: at its calibrated tempo (`tempo_of`) where one
-    was measured, else at the gait's own; a stride `frequency` asked (Hz; a video's) replaces the tempo's."""
+    was measured, else at the gait's own; a stride `frequency` asked (Hz; a video's) replaces the tempo's.
+    A pace the cadence does not carry (pace^(1 - CADENCE_EXPONENT)) is the stride's."""
     tempo = tempo_of(family, action, pace, species, shape)
-    segment = GaitSegment(action, seconds)
+    stride = float(pace ** (1.0 - CADENCE_EXPONENT))
+    segment = GaitSegment(action, seconds, stride=stride)
     if tempo is not None:
         segment = GaitSegment(action, seconds, frequency=tempo.frequency, overrides=tempo.overrides,
-                              tempo_from=tempo.source)
+                              tempo_from=tempo.source, stride=stride)
     if frequency is not None:
         segment = replace(segment, frequency=float(frequency))
     return segment

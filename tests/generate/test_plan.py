@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kirin.kirin_addon.generate.plan import MotionPlan, Segment, plan_prompt
+from kirin.kirin_addon.generate.plan import PACE_OF_BUCKET, MotionPlan, Segment, plan_prompt
 from kirin.kirin_addon.generate.tempo import TEMPI, species_in, tempo_of
 from kirin.kirin_addon.library.controllers.segments import GaitSegment
 
@@ -16,10 +16,12 @@ def _segments(prompt: str, family: str) -> list[tuple[str, float, str]]:
 def test_gaits_in_the_familys_words():
     assert _segments("a goblin running", "biped") == [("run", 1.0, "forward")]
     assert _segments("a goblin running", "quadruped") == [("gallop", 1.0, "forward")]
-    assert _segments("A dog is galloping quickly to the left", "quadruped") == [("gallop", 1.3, "left")]
+    fast, slow = PACE_OF_BUCKET["fast"], PACE_OF_BUCKET["slow"]
+    assert slow <= 0.7 and fast >= 1.3  # speed words move the speed by 30 % and more, as artists' clips do
+    assert _segments("A dog is galloping quickly to the left", "quadruped") == [("gallop", fast, "left")]
     assert _segments("walks in a circle", "quadruped") == [("walk", 1.0, "circle")]
-    assert _segments("a man walks slowly forward", "biped") == [("walk", 0.7, "forward")]
-    assert _segments("brisk walk", "biped") == [("walk", 1.3, "forward")]  # any fast word: CMU's "brisk walk"
+    assert _segments("a man walks slowly forward", "biped") == [("walk", slow, "forward")]
+    assert _segments("brisk walk", "biped") == [("walk", fast, "forward")]  # CMU's "brisk walk"
     assert plan_prompt("A husky walks.", "quadruped").locomotion
 
 

@@ -36,7 +36,7 @@ _CLIP_BIGRAMS = {
     ("sit", "down"): "sit", ("stand", "up"): "stand_up", ("get", "up"): "stand_up", ("rear", "up"): "rear_up",
     ("wag", "tail"): "wag_tail", ("tail", "wag"): "wag_tail", ("hit", "react"): "hit",
     ("take", "off"): "takeoff", ("t", "pose"): "tpose", ("in", "place"): "inplace",
-    ("head", "low"): "headlow",
+    ("head", "low"): "headlow", ("full", "speed"): "fullspeed", ("top", "speed"): "topspeed",
 }
 _ATTACK_KINDS = frozenset({"headbutt", "bite", "kick", "punch", "claw", "slash", "swipe", "stomp", "tailwhip",
                            "ram", "gore", "sting", "charge", "slam", "tackle"})
@@ -44,7 +44,12 @@ _CLIP_DIRECTIONS = {"left": "left", "l": "left", "right": "right", "r": "right",
                     "fwd": "forward", "front": "forward", "back": "backward", "backward": "backward",
                     "bwd": "backward", "circle": "in a circle", "inplace": "in place"}
 _CLIP_SPEEDS = {"fast": "quickly", "quick": "quickly", "slow": "slowly", "slowly": "slowly",
-                "quickly": "quickly", "brisk": "briskly", "briskly": "briskly"}
+                "quickly": "quickly", "brisk": "briskly", "briskly": "briskly", "rapidly": "rapidly",
+                "sluggishly": "sluggishly", "fullspeed": "at full speed", "topspeed": "at top speed"}
+# "very slowly", "extremely fast": the next speed word one bucket further out.
+_INTENSIFIERS = frozenset({"very", "extremely", "really", "super"})
+_INTENSIFIED = {"slowly": "very slowly", "quickly": "very fast", "briskly": "very fast",
+                "rapidly": "very fast"}
 _CLIP_MANNER = {"headlow": "with a lowered head", "tpose": "in a T-pose", "limp": "limping",
                 "sneak": "stealthily", "stealth": "stealthily", "injured": "injured", "drunk": "drunk",
                 "happy": "happy", "sad": "sad", "angry": "angry", "tired": "tired", "scared": "scared"}
@@ -130,6 +135,8 @@ def _read_segments(toks: list[str]) -> tuple[list[dict], dict]:
             continue
         if tok in _STOPWORDS or tok.isdigit():
             continue
+        if tok in _INTENSIFIERS and k + 1 < len(toks) and toks[k + 1] in _CLIP_SPEEDS:
+            continue  # said with the speed word
         target = segs[-1] if segs else pending
         if tok in _CLIP_ACTIONS or tok in _ATTACK_KINDS:
             action = "attack" if tok in _ATTACK_KINDS else _CLIP_ACTIONS[tok]
@@ -154,7 +161,10 @@ def _read_segments(toks: list[str]) -> tuple[list[dict], dict]:
         elif tok in _CLIP_DIRECTIONS:
             target["direction"] = _CLIP_DIRECTIONS[tok]
         elif tok in _CLIP_SPEEDS:
-            target["speed_word"] = _CLIP_SPEEDS[tok]
+            word = _CLIP_SPEEDS[tok]
+            if k and toks[k - 1] in _INTENSIFIERS:
+                word = _INTENSIFIED.get(word, word)
+            target["speed_word"] = word
         elif tok in _CLIP_MANNER:
             target["manner"].append(_CLIP_MANNER[tok])
         elif _manner_kind(tok) in ("adv", "adj", "ing"):

@@ -171,35 +171,58 @@ class _StrideFit:
         # frequencies above what the frame rate can show: capped there).
         return max(min(stride_frequency(gait, v, self.leg_len), self.cap(gait)), self.needed(v, 0.0, gait))
 
-    def segment(self, gait: Gait, speed: float | None, variation: float,
-                frequency: float | None = None) -> tuple[float, float, float]:
-        """(speed, stride frequency, turn rate) of one moving segment. A stride `frequency` (Hz) asked
-        for sets the tempo: the speed is then the fastest whose strides the legs reach at it."""
-        if frequency is not None and speed is None:
-            return self._at_frequency(gait, variation * frequency)
-        default_speed = speed is None
+    def segment(self, gait: Gait, seg: GaitSegment, variation: float) -> tuple[float, float, float]:
+        """(speed, stride frequency, turn rate) of one moving segment. A stride frequency asked for sets the
+        tempo: the speed is then the fastest whose strides the legs reach at it, times the segment's
+        `stride` share. A segment's own `turn` is an angle kept whole: the body slows where the legs need
+        it to."""
+        asked = None if seg.turn is None else seg.turn / max(seg.duration, 1e-6)
+        if seg.frequency is not None and seg.speed is None:
+            return self._at_frequency(gait, variation * seg.frequency, asked, seg.stride)
+        default_speed = seg.speed is None
         if default_speed:
             v = variation * np.sqrt(gait.froude * GRAVITY * self.leg_len)
             # Default speeds stay what the legs can sweep at a cycle rate the frame rate can show.
-            v = min(v, variation * self.cap(gait) / max(self.needed(1.0, 0.0, gait), 1e-12))
+            v = seg.stride * min(v, variation * self.cap(gait) / max(self.needed(1.0, 0.0, gait), 1e-12))
         else:
-            v = float(speed)
-        if self.turn_rate is not None:
+            v = float(seg.speed)
+        if asked is not None:
+            w = asked
+            allowed = min(self.cap(gait), TURN_STRIDE * self.base(v, gait))
+            v = _largest(lambda x: self.needed(x, w, gait) <= allowed, v)
+        elif self.turn_rate is not None:
             w = float(self.turn_rate)
         else:
             w = default_turn(self.direction, 0.0, self.duration, v, self.leg_len)
-        if w and self.turn_rate is None:
+        if w and self.turn_rate is None and asked is None:
             v, w = self._bounded_turn(gait, v, w, default_speed)
         f = min(max(self.base(v, gait), self.needed(v, w, gait)) * self.stride_mult,
                 max(self.f_hard, self.base(v, gait)))
         return v, f, w
 
-    def _at_frequency(self, gait: Gait, frequency: float) -> tuple[float, float, float]:
+    def _at_frequency(self, gait: Gait, frequency: float, asked: float | None = None,
+                      stride: float = 1.0) -> tuple[float, float, float]:
         frequency = min(frequency, self.cap(gait))
-        hi = 3.0 * np.sqrt(gait.froude * GRAVITY * self.leg_len)
         w = float(self.turn_rate) if self.turn_rate is not None else 0.0
-        if self.turn_rate is None and self.direction in ("left", "right", "circle"):
+        if asked is not None:
+            w = asked
+        elif self.turn_rate is None and self.direction in ("left", "right", "circle"):
             w = default_turn(self.direction, 0.0, self.duration, 0.0, self.leg_len)
+        v = self._fastest(gait, frequency, w)
+        if stride <= 1.0:
+            v *= stride
+        else:  # a longer stride than the legs reach: the cadence rises instead (up to what the frames show)
+            target = stride * v
+            for _ in range(3):
+                if v >= 0.999 * target or frequency >= self.cap(gait):
+                    break
+                frequency = min(self.cap(gait), frequency * target / max(v, 1e-9))
+                v = min(target, self._fastest(gait, frequency, w))
+        return v, max(frequency, self.needed(v, w, gait)), w
+
+    def _fastest(self, gait: Gait, frequency: float, w: float) -> float:
+        """The fastest speed whose strides the legs reach at `frequency` while turning at `w`."""
+        hi = 3.0 * np.sqrt(gait.froude * GRAVITY * self.leg_len)
         # A running gait flies between stances: its stride may be longer than a walk's.
         longest = MAX_STRIDE * (1.0 + 2.0 * max(0.0, 0.5 - gait.duty) / 0.5) * self.leg_len
 
@@ -207,8 +230,7 @@ class _StrideFit:
             return self.needed(x, w, gait) <= frequency and x <= frequency * longest
 
         # A retry for a body that dropped too far keeps the tempo and shortens the stride instead.
-        v = _largest(fits, hi) / self.stride_mult
-        return v, max(frequency, self.needed(v, w, gait)), w
+        return _largest(fits, hi) / self.stride_mult
 
     def _bounded_turn(self, gait: Gait, v: float, w: float, default_speed: bool) -> tuple[float, float]:
         # A turn may shorten the stride a little (the outer and far feet sweep further than on a
@@ -248,7 +270,7 @@ def _segment_rates(fit: _StrideFit, segments: list[GaitSegment], rng: np.random.
             continue
         # The segment's overrides: a tempo calibrated on artists' rigs (kirin_addon/generate/tempo.py).
         gait = seg.overrides.applied(_gait_for(fit.creature.family, seg.action))
-        v, f, w = fit.segment(gait, seg.speed, variation, seg.frequency)
+        v, f, w = fit.segment(gait, seg, variation)
         gaits.append(gait)
         speeds.append(v)
         freqs.append(f)
@@ -333,7 +355,6 @@ def _swing_limbs(creature: Creature, legs: list[LegRig], offsets: np.ndarray, mi
     """Arms swing against the legs of their side (`offsets`: (L,) phase offsets at the clip's start,
     `cycle`: the clip frames' cycle angle); wings stay folded."""
     arms = arm_limbs(creature)
-    frames = cycle.shape[0]
     share = mix.live.sum(axis=0) / max(float(mix.live.sum()), 1e-12)  # each segment's share of the clip
     amplitude = float(sum(w * g.arm_swing for w, g in zip(share, mix.gaits, strict=True)))
     elbow = float(sum(w * g.elbow for w, g in zip(share, mix.gaits, strict=True)))

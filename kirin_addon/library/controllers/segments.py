@@ -58,6 +58,12 @@ class GaitSegment:
     frequency: float | None = None  # stride frequency asked (Hz); None: from the speed
     overrides: GaitOverrides = NO_OVERRIDES
     tempo_from: tuple[str, ...] | None = None  # the calibration rigs whose tempo this is; None: no tempo
+    # The stride asked, as a share of the longest the legs take at the segment's tempo (a speed word's part
+    # of the pace the cadence does not carry); above 1 the cadence rises instead: the legs reach no further.
+    stride: float = 1.0
+    # Heading change (rad, positive turns left: counter-clockwise seen from above, about +Z) over the
+    # segment; None: the clip's direction's ("then turning right" is a segment of its own that turns).
+    turn: float | None = None
 
     @property
     def stops(self) -> bool:
