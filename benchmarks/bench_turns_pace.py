@@ -53,6 +53,8 @@ class Measured:
     speed: float  # body sizes per second along the pelvis' evened ground path
     slide: float  # body sizes, the furthest a planted foot moves while planted (over a stance)
     report: dict
+    headings: np.ndarray  # (T,) radians, unwrapped, the clip's first frame's heading 0
+    contacts: np.ndarray  # (T,F) planted feet (prepared.feet)
 
 
 def rigs(names: list[str] | None = None) -> dict[str, tuple[Rig, SkinnedMesh | None]]:
@@ -94,7 +96,8 @@ def measure(pipeline: GeneratePipeline, prepared: PreparedRig, prompt: str, fram
     kernel = np.ones(window) / window
     even = np.stack([np.convolve(track[:, k], kernel, mode="valid") for k in range(2)], axis=1)
     speed = float(np.linalg.norm(np.diff(even, axis=0), axis=1).sum() / ((len(even) - 1) / fps))
-    return Measured(float(turned), step, speed, planted_slide(prepared, world, made.contacts), made.report)
+    return Measured(float(turned), step, speed, planted_slide(prepared, world, made.contacts), made.report,
+                    heading - heading[0], np.asarray(made.contacts, dtype=bool))
 
 
 def planted_slide(prepared: PreparedRig, world: np.ndarray, contacts: np.ndarray) -> float:
