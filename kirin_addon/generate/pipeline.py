@@ -31,6 +31,7 @@ from ..core.skinning import SkinnedMesh
 from ..library.captions.phrasing import stated_direction
 from .construct import construct_motion
 from .features import CONTACT, motion_features
+from .guard import ClipGuard, without_extras
 from .map_back import Start, nearest_legs, on_rig, pin_kept
 from .network import GenerationError, KeptFeatures, MotionNetwork, Progress, SampleRequest, token_layout
 from .plan import plan_prompt
@@ -146,12 +147,19 @@ class GeneratePipeline:
         the fraction done and may raise to stop the work (a cancelled job); it is handed to the
         network as it is."""
         options = options or SamplingOptions()
+        # No variant the guard calls broken leaves here: it is made the other way, or the job fails.
+        guard = ClipGuard.for_request(prepared.canon, prepared.rig, prepared.mesh, request.prompt)
+        network = self.network
+        sampled = None if network is None else (
+            lambda: self._sampled(network, prepared, request, options, progress))
         constructed = self._constructed(prepared, request, options, progress)
         if constructed is not None:
-            return constructed
-        if self.network is None:
+            return guard.sound(constructed, sampled, "by construction", "by the network")
+        if sampled is None:
             raise GenerationError(NEEDS_NETWORK)
-        return self._sampled(self.network, prepared, request, options, progress)
+        plain = without_extras(request)
+        remade = None if plain is None else lambda: self._constructed(prepared, plain, options, progress)
+        return guard.sound(sampled(), remade, "by the network", "by construction")
 
     def _constructed(
         self,

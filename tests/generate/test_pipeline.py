@@ -12,7 +12,6 @@ import sys
 import numpy as np
 import pytest
 
-from kirin.kirin_addon.core.motion import Motion
 from kirin.kirin_addon.generate.features import CHANNELS, motion_features
 from kirin.kirin_addon.generate.network import GenerationError, SampleRequest, token_layout
 from kirin.kirin_addon.generate.pipeline import NEEDS_NETWORK, GeneratePipeline, SamplingOptions, Ticker
@@ -98,8 +97,13 @@ def creature():
 
 
 def _template(pipeline: GeneratePipeline, creature, frames: int) -> np.ndarray:
+    """A walk's features: what the stand-in hands back must move (a held rest pose is a frozen clip,
+    which the pipeline's guard never lets out)."""
+    from kirin.kirin_addon.library.controllers.dispatch import generate
+
     prepared = pipeline.prepare(creature.rig)
-    return motion_features(prepared.canon, creature.rig, Motion.rest(creature.rig, frames, 30.0)).features
+    walk = generate(creature, "walk", 5, frames=frames).motion
+    return motion_features(prepared.canon, creature.rig, walk).features
 
 
 def test_the_network_gets_the_rig_once_the_kept_frames_and_the_token_layout(creature):
