@@ -170,8 +170,9 @@ def plan_prompt(prompt: str, family: str) -> MotionPlan:
         segments.append(Segment(action, 1.0, pace, direction))
     segments = _ending_at_rest(segments, family)
     merged: list[Segment] = []
-    for segment in segments:  # "walks, walks on" is one walk
-        if merged and merged[-1].action == segment.action and merged[-1].direction == segment.direction:
+    for segment in segments:  # "walks, walks on" is one walk; each turn and each change of pace is a part
+        if (merged and merged[-1].action == segment.action and merged[-1].direction == segment.direction
+                and merged[-1].pace == segment.pace and segment.direction not in ("left", "right")):
             last = merged.pop()
             segment = Segment(last.action, last.share + segment.share, last.pace, last.direction)
         merged.append(segment)

@@ -93,6 +93,12 @@ def test_a_turn_is_a_gait_segment_that_turns_a_right_angle_and_walks_on():
     short = plan_prompt("walks, then turns left", "quadruped").controller_segments(2.0)
     assert [s.duration for s in short] == pytest.approx([1.0, 1.0])
     assert short[1].turn == pytest.approx(math.pi / 2)
+    # two turns are two right angles; a change of pace is a part of its own
+    twice = plan_prompt("walks, then turns right, then turns right again", "quadruped")
+    twice = twice.controller_segments(6.0)
+    assert sum(s.turn or 0.0 for s in twice) == pytest.approx(-math.pi)
+    paces = plan_prompt("walks slowly, then walks fast", "quadruped").segments
+    assert [s.pace for s in paces] == [PACE_OF_BUCKET["slow"], PACE_OF_BUCKET["fast"]]
     # a walk that turns while it goes is a turn of the whole clip, not a step aside
     assert plan_prompt("a wolf walks while turning right", "quadruped").direction == "right"
     assert GaitSegment("walk", 1.0).turn is None and GaitSegment("walk", 1.0).stride == 1.0
