@@ -136,6 +136,41 @@ def rows_of(name: str, rig: Rig, mesh: SkinnedMesh | None, frames: int) -> list[
     return rows
 
 
+# CMU subject 7 (held out: never calibrated on; here only the reference the speed words are compared with):
+# its walks, slow walks and brisk walk (cmu_descriptions.csv).
+CMU_WALKS = {"walk": (1, 2, 3, 6, 7, 8, 9, 10, 11), "slow walk": (4, 5), "brisk walk": (12,)}
+
+
+def authored_reference(assets: Path = ASSETS) -> dict[str, tuple[float, float]] | None:
+    """{kind: (speed ratio, cadence ratio)} of CMU subject 7's slow and brisk walks against the median of
+    its walks: the root's travel over the middle 60 % of the take in statures per second, the left foot's
+    stride frequency. None where the files are absent."""
+    from kirin.kirin_addon.eval.metrics import stride_frequency
+    from kirin.kirin_addon.io.bvh import load_bvh
+
+    folder = assets / "bvh_cmu_subjects_01_07"
+    if not folder.is_dir():
+        return None
+    measured: dict[str, list[tuple[float, float]]] = {}
+    for kind, takes in CMU_WALKS.items():
+        for take in takes:
+            rig, motion = load_bvh(folder / f"007_{take:02d}.bvh")
+            world = forward_kinematics(rig, motion)[:, :, :3, 3]
+            head = next(i for i, n in enumerate(rig.names) if n.lower().endswith("head"))
+            left, right = rig.names.index("CC_Base_L_Foot"), rig.names.index("CC_Base_R_Foot")
+            up = (world[:, head] - 0.5 * (world[:, left] + world[:, right])).mean(axis=0)
+            stature = float(np.linalg.norm(up))
+            flat = np.eye(3) - np.outer(up, up) / stature**2
+            a, b = int(0.2 * len(world)), int(0.8 * len(world))
+            root = world[:, rig.main_root] @ flat
+            speed = float(np.linalg.norm(root[b] - root[a])) / ((b - a) / motion.fps) / stature
+            foot = np.linalg.norm(np.gradient(world[:, left] @ flat, axis=0), axis=1)
+            measured.setdefault(kind, []).append((speed, stride_frequency(foot[:, None], motion.fps)))
+    plain = np.median(np.array(measured["walk"]), axis=0)
+    return {kind: tuple(float(x) for x in np.mean(np.array(values), axis=0) / plain)
+            for kind, values in measured.items() if kind != "walk"}
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=150)
@@ -151,6 +186,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
             print(f"{name:44s} {row['prompt']:38s} {m.heading:9.1f} {m.max_step:8.2f} {m.speed:10.3f} "
                   f"{row['ratio']:6.2f} {m.slide:9.4f} {hz[0]:6.2f}", flush=True)
             rows.append(row)
+    reference = authored_reference()
+    if reference is not None:
+        for kind, (speed, cadence) in reference.items():
+            print(f"CMU subject 7 (held out), {kind}: speed {speed:.2f}x, cadence {cadence:.2f}x its walks'")
     return rows
 
 
