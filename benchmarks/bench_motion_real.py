@@ -57,6 +57,7 @@ import numpy as np  # noqa: E402
 
 from kirin.benchmarks import motion_real_filmstrip as filmstrips  # noqa: E402
 from kirin.benchmarks import motion_real_recall as recall_support  # noqa: E402
+from kirin.benchmarks import motion_real_sets as sets  # noqa: E402
 from kirin.benchmarks import motion_real_support as support  # noqa: E402
 from kirin.kirin_addon.eval.gait import KINDS as VERDICT_KINDS  # noqa: E402
 from kirin.kirin_addon.eval.gait import FootTrack, GaitInput, gait_verdict, measure_gait  # noqa: E402
@@ -93,9 +94,11 @@ class Options:
 
 
 # ----------------------------------------------------------------------------- cases
-def rig_files(assets: Path, rigs: list[str] | None = None) -> list[Path]:
-    """The held-out rig files and CMU walks present under `assets`, filtered by substrings of the path."""
-    files = [assets / f for f in support.RIG_FILES] + sorted(assets.glob(support.CMU_GLOB))
+def rig_files(assets: Path, rigs: list[str] | None = None, issue17: bool = False) -> list[Path]:
+    """The held-out rig files (every source's, or with `issue17` issue 17's alone) and CMU walks present
+    under `assets`, filtered by substrings of the path."""
+    listed = support.RIG_FILES if issue17 else sets.held_out_relative()
+    files = [assets / f for f in listed if (assets / f).exists()] + sorted(assets.glob(support.CMU_GLOB))
     if rigs:
         files = [f for f in files if any(r.lower() in str(f.relative_to(assets)).lower() for r in rigs)]
     return files
@@ -253,14 +256,14 @@ def run_two_segments(character: support.Character, first: support.Clip, second: 
         _, authored, _ = measure_authored(character, action, frames, True)
         generated, _ = measure(character, made, list(range(1 + k * frames, 1 + (k + 1) * frames)))
         kind = verdict_kind(clip)
+        problem = reference_problem(authored, kind, clip.kind, len(character.feet))
         rows.append({"rig": character.path.stem, "clip": clip.action, "kind": clip.kind, "prompt": prompt,
                      "segment": k + 1, "feet": feet_row(character), "reason": None,
                      "authored": authored.as_dict(), "generated": generated.as_dict(),
                      "ratios": {key: ratio(getattr(generated, key), getattr(authored, key))
                                 for key in RATIO_KEYS},
                      "verdict": gait_verdict(generated, authored, kind), "verdict_kind": kind,
-                     "reference_usable": reference_problem(authored, kind, clip.kind,
-                                                           len(character.feet)) is None})
+                     "reference_usable": problem is None, "reference_problem": problem})
     return rows
 
 
@@ -350,6 +353,15 @@ def summary(rows: list[dict]) -> dict:
             "two_segment_gait_like": sum(1 for r in halves if r["verdict"]["gait_like"])}
 
 
+def by_source(rows: list[dict], assets: Path) -> dict[str, dict]:
+    """`summary` of each source's rows (motion_real_sets.SOURCES), in the sources' order."""
+    grouped: dict[str, list[dict]] = {}
+    for row in rows:
+        grouped.setdefault(sets.source_of(row["file"], assets), []).append(row)
+    order = list(sets.SOURCES) + ["other"]
+    return {source: summary(grouped[source]) for source in order if source in grouped}
+
+
 def summary_line(info: dict) -> str:
     ratios = ", ".join(f"{k} {v:.2f}" for k, v in info["median_ratio"].items() if v is not None)
     share = f"{info['gait_like']}/{info['locomotion']}" if info["locomotion"] else "0/0"
@@ -389,6 +401,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--measure-blend", type=Path,
                         help="only measure the 'Kirin:' actions of a .blend (the main job's --out)")
     parser.add_argument("--blend-fps", type=float, default=30.0, help="the frame rate they were made at")
+    parser.add_argument("--files", nargs="*", type=Path,
+                        help="these rig files (under --assets) instead of the held-out ones: to look at a "
+                             "calibration rig, never for the held-out numbers")
+    parser.add_argument("--issue17", action="store_true",
+                        help="issue 17's held-out rigs alone (default: every source's held-out rigs)")
     parser.add_argument("--calibration", action="store_true",
                         help="the calibration rigs (every other authored rig, CMU 01–06), locomotion only")
     parser.add_argument("--device", default="cpu")
@@ -421,7 +438,10 @@ def main(argv: list[str] | None = None) -> dict:
     options = Options(args.frames, args.seed, args.prompt_style, strips, locomotion_only=args.calibration,
                       two_segments=not args.calibration, recall=None if args.no_recall else [],
                       authored_length=args.actions_at_authored_length)
-    files = support.calibration_files(args.assets) if args.calibration else rig_files(args.assets, args.rigs)
+    files = (support.calibration_files(args.assets) if args.calibration
+             else rig_files(args.assets, args.rigs, args.issue17))
+    if args.files:
+        files = [f if f.is_absolute() else args.assets / f for f in args.files]
     if args.calibration and args.rigs:
         files = [f for f in files if any(r.lower() in str(f).lower() for r in args.rigs)]
     if not files:
@@ -430,17 +450,23 @@ def main(argv: list[str] | None = None) -> dict:
     module = headless.start_with_backend(headless.BackendOptions(device=args.device, threads=args.threads))
     rows: list[dict] = []
     try:
-        descriptions = support.cmu_descriptions(args.assets / support.CMU_DESCRIPTIONS)
+        descriptions = {**support.cmu_descriptions(args.assets / support.CMU_DESCRIPTIONS), **sets.CLIP_TEXTS}
         for path in files:
             rows += run_file(path, options, descriptions)
     finally:
         headless.disable_extension(module)
     info = {**summary(rows), "seconds": round(time.perf_counter() - began, 1), "frames": args.frames,
             "seed": args.seed, "prompt_style": args.prompt_style}
+    info["by_source"] = by_source(rows, args.assets)
+    issue17 = {str(args.assets / f) for f in support.RIG_FILES}
+    info["issue17"] = summary([r for r in rows if r["file"] in issue17 or "007_" in Path(r["file"]).stem])
     if options.recall:
         info["other_actions"] = recall_support.recall(options.recall)
     print(table(rows))
     print(summary_line(info))
+    for source, part in info["by_source"].items():
+        print(f"  {source}: {summary_line(part)}")
+    print(f"  issue 17's held-out set: {summary_line(info['issue17'])}")
     if "other_actions" in info:
         print(recall_line(info["other_actions"]))
     print(f"{len(rows)} cases in {info['seconds']:.0f} s")

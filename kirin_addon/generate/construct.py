@@ -25,7 +25,7 @@ from ..library.controllers.common import GeneratedClip, Travel, smoothstep
 from ..library.controllers.dispatch import generate as controller_clip
 from ..library.controllers.segments import GaitSegment
 from .plan import MotionPlan
-from .rig_roles import RigRoles, detect_roles, followers_attached, planting_joints
+from .rig_roles import RigRoles, detect_roles, followers_attached, planting_joints, wing_like
 from .rig_shape import RigShape, rig_shape
 
 # How long (s) a finale blends in from the stop before it.
@@ -66,9 +66,22 @@ def creature_of(roles: RigRoles, metres: float, mesh: SkinnedMesh | None = None)
         vertices = mesh.vertices @ placed[:3, :3].T + placed[:3, 3]
         mesh = SkinnedMesh(vertices, mesh.triangles, mesh.joint_indices, mesh.joint_weights)
     limbs = [Limb(list(leg.chain), leg.side, "leg", leg.position, leg.foot, leg.toe) for leg in roles.legs]
-    limbs += [Limb(list(arm), 1 if rig.heads[arm[-1], 0] > 0 else -1, "arm") for arm in roles.arms]
+    limbs += [Limb(list(arm), 1 if rig.heads[arm[-1], 0] > 0 else -1, kind)
+              for arm, kind in zip(roles.arms, arm_kinds(rig, roles, mesh), strict=True)]
     return Creature(roles.family, "", rig, mesh, roles.pelvis, list(roles.spine), list(roles.neck),
                     roles.head, -1, list(roles.tail), limbs)
+
+
+def arm_kinds(rig: Rig, roles: RigRoles, mesh: SkinnedMesh | None) -> list[str]:
+    """"arm" or "wing" for each of the roles' arms on `rig` (the working rig, in the frame and units of
+    `mesh`): a bird's wings are found where a biped's arms are, and fold to the body where arms hang."""
+    leg = float(np.mean([np.linalg.norm(rig.heads[limb.chain[0]] - rig.heads[limb.foot])
+                         for limb in roles.legs]))
+    dominant = None
+    if mesh is not None and mesh.vertex_count:
+        dominant = mesh.joint_indices[np.arange(mesh.vertex_count), np.argmax(mesh.joint_weights, axis=1)]
+    vertices = None if dominant is None else mesh.vertices
+    return ["wing" if wing_like(rig, arm, leg, vertices, dominant) else "arm" for arm in roles.arms]
 
 
 def ground_frames(rig: Rig, pelvis: int, pose: np.ndarray) -> np.ndarray:

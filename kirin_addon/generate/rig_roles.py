@@ -37,6 +37,11 @@ SIDE = 0.02
 # The floor-touching leaves of one foot (toes, heel) lie within this of each other (body sizes).
 FOOT_SPREAD = 0.08
 FAMILY_BY_LEGS = {2: "biped", 4: "quadruped", 6: "hexapod", 8: "spider"}
+# An arm is a wing when its skin reaches this many leg lengths from its shoulder (a bird's wing: 4; a
+# robot's long mitts: 1.7, a person's arm 0.8–1.2) and lies flat (its thinnest spread under WING_FLAT of
+# its chord's: a bird's 0.37, arms and mitts 0.5–0.65); or when its bones are named wings.
+WING_REACH = 2.5
+WING_FLAT = 0.45
 
 
 class RoleError(ValueError):
@@ -413,3 +418,20 @@ def detect_roles(rig: Rig) -> RigRoles:
     if tail and work.heads[tail[-1], 1] - work.heads[pelvis, 1] < 0.1:
         tail = []
     return RigRoles(work, rig.joint_count, family, pelvis, spine, neck, head, tail, legs, arms, followers)
+
+
+def wing_like(rig: Rig, chain: list[int], leg_length: float, vertices: np.ndarray | None = None,
+              dominant: np.ndarray | None = None) -> bool:
+    """Whether an arm chain found on a rig is a wing: by its skin (`vertices` in the rig's frame, each
+    vertex's `dominant` joint) reaching far and lying flat, or, without skin, by its bones' names."""
+    if any("wing" in rig.names[j].lower() for j in chain):
+        return True
+    if vertices is None or dominant is None or leg_length <= 0:
+        return False
+    inside = rig.subtree(chain[0])
+    points = vertices[inside[np.clip(dominant, 0, rig.joint_count - 1)] & (dominant < rig.joint_count)]
+    if len(points) < 10:
+        return False
+    reach = float(np.max(np.linalg.norm(points - rig.heads[chain[0]], axis=1)))
+    spread = np.linalg.svd(points - points.mean(axis=0), compute_uv=False)
+    return reach > WING_REACH * leg_length and spread[2] < WING_FLAT * spread[1]

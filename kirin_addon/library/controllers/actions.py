@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core.creature import LEFT, Creature
 from ...core.rotations import quat_multiply, quat_rotate
-from .body import arm_limbs, pose_arms, pose_wings, tail_lift
+from .body import arm_limbs, fold_wings, pose_arms, pose_wings, tail_lift
 from .common import (
     GRAVITY,
     X_AXIS,
@@ -460,7 +460,7 @@ def _limb_extra(creature: Creature, action: str, t: np.ndarray, d: float, rng: n
                 beat = 0.7 * np.sin(2 * np.pi * 2.5 * rate * t) * envelope(t, 0.0, 0.15 * d)
                 pose_wings(poser, beat, 0.3 * np.maximum(0, np.cos(2 * np.pi * 2.5 * rate * t)))
             else:
-                pose_wings(poser, np.full(frames, -0.1), np.full(frames, 0.0))
+                fold_wings(poser)
     return extra
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from ...core.creature import Creature, Limb
 from ...core.ik import aim
-from ...core.rotations import quat_multiply, quat_rotate
+from ...core.rotations import matrix_to_quat, quat_identity, quat_multiply, quat_rotate
 from ...eval.metrics import run_lengths
 from .common import X_AXIS, Y_AXIS, Z_AXIS, about, smooth_upper
 from .poser import Poser
@@ -196,6 +196,82 @@ def pose_wings(poser: Poser, beat: np.ndarray, fold: np.ndarray) -> None:
         for k, j in enumerate(limb.joints[1:]):
             q = quat_multiply(q, about(Z_AXIS, limb.side * fold * (0.6 if k else 1.0)))
             poser.set(j, q)
+
+
+# A folded wing's span, from its shoulder: back along the body and down by at most this much (the sine of
+# its angle below the horizontal), less where a long wing's tip would come within WING_CLEARANCE of the
+# shoulder's height to the floor.
+FOLDED_DROP = 0.34
+WING_CLEARANCE = 0.5
+# A folded wing's surface lies over the back: its chord points in towards the spine and up by this
+# (x, z) direction, the feathers of the two wings meeting over it as a roof.
+ROOF = (0.8, 0.6)
+# A wing whose span at rest already points this far back or down is folded at rest (the procedural birds').
+FOLDED_AT_REST = 0.6
+
+
+def _chord(creature: Creature, limb: Limb, span: np.ndarray) -> np.ndarray:
+    """A wing's chord at rest: the unit direction across its surface, square to its span, from its bones
+    towards its trailing edge (where its skin lies, else backward)."""
+    skin = _skin_of(creature.mesh, creature.rig.subtree(limb.root))
+    towards = skin.mean(axis=0) - creature.rig.heads[limb.root] if len(skin) else np.array([0.0, 1.0, 0.0])
+    chord = towards - np.dot(towards, span) * span
+    if np.linalg.norm(chord) < 1e-9:
+        chord = np.array([0.0, 1.0, 0.0]) - span[1] * span
+    return chord / max(float(np.linalg.norm(chord)), 1e-12)
+
+
+def _fold(span: np.ndarray, chord: np.ndarray, drop: float, side: int) -> np.ndarray:
+    """The rotation (4,) that folds a wing spread along `span` (unit, body frame) with its surface along
+    `chord` to the body: its span back along the flank `drop` (a sine) below the horizontal, its surface
+    laid over the back like a roof, trailing edge towards the spine (not sticking out sideways)."""
+    if span[1] > FOLDED_AT_REST or -span[2] > FOLDED_AT_REST:
+        return quat_identity(())
+    to_span = np.array([0.0, np.sqrt(1.0 - drop**2), -drop])
+    to_chord = np.array([-side * ROOF[0], 0.0, ROOF[1]])
+    to_chord = to_chord - np.dot(to_chord, to_span) * to_span
+    to_chord /= np.linalg.norm(to_chord)
+    rest = np.stack([span, chord, np.cross(span, chord)], axis=1)
+    folded = np.stack([to_span, to_chord, np.cross(to_span, to_chord)], axis=1)
+    return matrix_to_quat(folded @ rest.T)
+
+
+# A folded wing bends in a Z: the forearm turned forward at the joint a third of the way out, the hand
+# back at the joint two thirds out (a bird's elbow and wrist), so it lies within the body's length.
+Z_FOLD = np.radians(162.0)
+
+
+def _z_joints(rig, limb: Limb, reach: float) -> tuple[int, int]:
+    """Indices in `limb.joints` of the joints the wing folds at (its elbow and wrist by distance from
+    the shoulder); (0, 0) for a chain too short to fold in a Z."""
+    if len(limb.joints) < 3:
+        return 0, 0
+    out = np.linalg.norm(rig.heads[limb.joints] - rig.heads[limb.root], axis=1) / reach
+    elbow = int(np.argmin(np.abs(out[1:] - 1 / 3))) + 1
+    wrist = int(np.argmin(np.abs(out[elbow + 1:] - 2 / 3))) + elbow + 1 if elbow + 1 < len(out) else 0
+    return (elbow, wrist) if wrist else (0, 0)
+
+
+def fold_wings(poser: Poser, beat: np.ndarray | None = None) -> None:
+    """Wings folded to the body, however the rig spreads them at rest (a bird standing or walking), moved
+    rigidly by a small `beat` about the body's long axis (up > 0) where one is given."""
+    rig = poser.rig
+    for limb in poser.creature.limbs_of("wing"):
+        root = rig.heads[limb.root]
+        tip = max(np.flatnonzero(rig.subtree(limb.root)),
+                  key=lambda j: float(np.linalg.norm(rig.tails[j] - root)))
+        span = rig.tails[tip] - root
+        reach = max(float(np.linalg.norm(span)), 1e-12)
+        drop = float(np.clip(WING_CLEARANCE * root[2] / reach, 0.0, FOLDED_DROP))
+        fold = _fold(span / reach, _chord(poser.creature, limb, span / reach), drop, limb.side)
+        parent_q = poser.get(int(rig.parents[limb.root]))
+        if beat is not None:
+            parent_q = quat_multiply(parent_q, about(Y_AXIS, -limb.side * beat))
+        elbow, wrist = _z_joints(rig, limb, reach) if fold[0] < 1.0 - 1e-9 else (0, 0)
+        forearm = quat_multiply(about(X_AXIS, np.array(-Z_FOLD)), fold)
+        for k, j in enumerate(limb.joints):
+            bent = forearm if elbow and elbow <= k < wrist else fold
+            poser.set(j, quat_multiply(parent_q, np.broadcast_to(bent, parent_q.shape)))
 
 
 def pose_fins(poser: Poser, t: np.ndarray, rate: float, amplitude: float) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 from ...core.creature import Creature
 from ...core.motion import forward_kinematics
 from ...core.rotations import quat_multiply
-from .body import arm_limbs, clearance_lifts, pose_arms, pose_wings, sole_lifts, tail_lift
+from .body import arm_limbs, clearance_lifts, fold_wings, pose_arms, sole_lifts, tail_lift
 from .common import GRAVITY, X_AXIS, Y_AXIS, Z_AXIS, ControllerError, GeneratedClip, about, smooth_upper
 from .feet import GaitSchedule, girdle_shifts, phase_offsets, plan_feet, roll_feet, spine_turn_bend
 from .path import Profile, TimeGrid, build_path, segment_weights
@@ -370,7 +370,7 @@ def _swing_limbs(creature: Creature, legs: list[LegRig], offsets: np.ndarray, mi
         if arms:
             pose_arms(poser, swing, bend=elbow)
         if creature.limbs_of("wing"):
-            pose_wings(poser, np.full(frames, -0.1), np.full(frames, 0.0))
+            fold_wings(poser)
 
     return extra
 
