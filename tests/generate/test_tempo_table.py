@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from artist_rigs import biped_with_foot_controls, ik_quadruped
 
-from kirin.benchmarks.motion_real_sets import RIG_FILES
+from kirin.benchmarks.motion_real_sets import held_out_relative
 from kirin.kirin_addon.core.canonical import CanonicalFrame, canonical_rig
 from kirin.kirin_addon.generate.rig_roles import detect_roles
 from kirin.kirin_addon.generate.rig_shape import FEATURES, RigShape, rig_shape
@@ -69,7 +69,7 @@ def test_a_trot_follows_both_kinds_and_another_family_is_not_compared():
 def test_the_committed_table_holds_calibration_rigs_only():
     data = json.loads(TABLE_PATH.read_text())
     assert data["features"] == list(FEATURES)
-    held_out = {name.rsplit(".", 1)[0] for name in RIG_FILES}
+    held_out = {name.rsplit(".", 1)[0] for name in held_out_relative()}
     names = [rig["rig"] for rig in data["rigs"]]
     assert names and not held_out & set(names)
     assert not any(name.startswith("bvh_cmu_subjects_01_07/007_") for name in names)
@@ -78,7 +78,8 @@ def test_the_committed_table_holds_calibration_rigs_only():
         kinds = [k for k in ("walk", "run") if k in rig]
         assert kinds
         for kind in kinds:
-            assert 0.2 < rig[kind]["frequency"] < 3.0 and 0.1 < rig[kind]["duty"] < 0.9
+            # giants step at a fifth of a hertz (the Apatosaurus), birds at two (Mesh2Motion's bird)
+            assert 0.1 < rig[kind]["frequency"] < 3.0 and 0.1 < rig[kind]["duty"] < 0.9
     TempoTable.load()  # loads as the generator does
 
 
