@@ -1,7 +1,8 @@
 """Turns and speed words in Generate Motion's constructed locomotion, by the engine alone (no Blender).
 
-For rigs of several sources (the families' built creatures and artists' glTF rigs from ../shared/assets,
-none of the held-out ones), each prompt is made by `GeneratePipeline(None)` and measured on the body:
+For rigs of several sources (the families' built creatures and artists' glTF rigs from ../shared/assets;
+those held out in benchmarks/motion_real_sets.py are marked, and nothing was tuned on them), each prompt
+is made by `GeneratePipeline(None)` and measured on the body:
 its heading change (the pelvis' forward direction over the last second against the first; degrees,
 positive turns left: counter-clockwise seen from above, about +Z in the canonical frame, −Y forward),
 the largest change of heading from one frame to the next, its travel speed (the pelvis' ground path,
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kirin.benchmarks.motion_real_sets import is_held_out
 from kirin.kirin_addon.core.motion import forward_kinematics
 from kirin.kirin_addon.core.rig import Rig
 from kirin.kirin_addon.core.skinning import SkinnedMesh
@@ -30,7 +32,7 @@ from kirin.kirin_addon.io.gltf import load_gltf
 from kirin.kirin_addon.library.families.build import build_creature
 
 ASSETS = Path(__file__).resolve().parents[1] / ".." / "shared" / "assets"
-# Artists' rigs of several sources (none held out in benchmarks/motion_real_sets.py).
+# Artists' rigs of several sources.
 ASSET_RIGS = (
     "quaternius/animals_pack/Deer.glb",
     "mesh2motion/fox-animations.glb",
@@ -66,7 +68,8 @@ def rigs(names: list[str] | None = None) -> dict[str, tuple[Rig, SkinnedMesh | N
     for name in ASSET_RIGS:
         if (ASSETS / name).exists():
             asset = load_gltf(ASSETS / name)
-            out[name] = (asset.rig, asset.mesh)
+            held_out = " (held out)" if is_held_out(ASSETS / name, ASSETS) else ""
+            out[name + held_out] = (asset.rig, asset.mesh)
     return {k: v for k, v in out.items() if names is None or any(n in k for n in names)}
 
 

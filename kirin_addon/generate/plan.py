@@ -46,9 +46,11 @@ DIRECTIONS = {"forward": "forward", "backward": "backward", "left": "left", "rig
 # left: counter-clockwise seen from above, about +Z in the canonical frame, where −Y is forward):
 # "…, then turning right" is a right angle clockwise.
 TURN_ANGLES = {"left": math.pi / 2, "right": -math.pi / 2, "circle": 2 * math.pi}
-# How long such a turn takes (s) where its part is longer: the rest of the part goes on straight in the
-# new heading (a part shorter than the turn and MIN_STRAIGHT turns all along).
+# How long such a turn takes where its part is longer: TURN_SECONDS, or TURN_STRIDES of a slow gait (a giant
+# turns over more than a stride); the rest of the part goes on straight in the new heading (a part shorter
+# than the turn and MIN_STRAIGHT turns all along).
 TURN_SECONDS = 1.5
+TURN_STRIDES = 1.25
 MIN_STRAIGHT = 0.6
 
 
@@ -117,7 +119,7 @@ class MotionPlan:
     def controller_segments(self, seconds: float, shape: RigShape | None = None) -> tuple[GaitSegment, ...]:
         """The controllers' segments over a clip of `seconds`, each at the tempo tempo.py gives it (on a rig
         of `shape`, the tempo of the calibration rigs built like it); a part that turns on its own (see
-        `direction`) turns by its TURN_ANGLES over TURN_SECONDS, then goes on straight."""
+        `direction`) turns by its TURN_ANGLES over TURN_SECONDS (or TURN_STRIDES), then goes on straight."""
         total = sum(s.share for s in self.segments)
         out: list[GaitSegment] = []
         for s in self.segments:
@@ -127,7 +129,8 @@ class MotionPlan:
             if angle is None or made.stops:
                 out.append(made)
                 continue
-            turning = made.duration if made.duration < TURN_SECONDS + MIN_STRAIGHT else TURN_SECONDS
+            turning = max(TURN_SECONDS, TURN_STRIDES / made.frequency if made.frequency else 0.0)
+            turning = made.duration if made.duration < turning + MIN_STRAIGHT else turning
             out.append(replace(made, duration=turning, turn=angle))
             if turning < made.duration:
                 out.append(replace(made, duration=made.duration - turning, turn=0.0))
