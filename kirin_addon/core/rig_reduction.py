@@ -18,10 +18,11 @@ The reduced rig keeps each kept bone's rest transform and hangs it from its near
 Carrying back (`RigReduction.expand_*`): a dropped bone keeps its world rotation relative to its
 nearest kept ancestor from a reference pose — the rest (the rig's standing pose) when none is given,
 the animator's own pose in Pose Space — so fingers and face ride on the hand and head as they were
-posed, and a dropped in-chain bone turns with the bone above it (with the rest as reference the kept
-bones' heads are exactly where the reduced rig puts them). In world deltas (D = R_world · R_rest⁻¹):
-D_j = D_a · D_ref_a⁻¹ · D_ref_j for a dropped j whose nearest kept ancestor is a; a dropped bone with
-no kept ancestor (a prop's or a control's own root) keeps its reference delta.
+posed. In world deltas (D = R_world · R_rest⁻¹): D_j = D_a · D_ref_a⁻¹ · D_ref_j for a dropped j whose
+nearest kept ancestor is a; a dropped bone with no kept ancestor (a prop's or a control's own root)
+keeps its reference delta. A bone merged inside a chain (kept bones below it) turns with the bone
+above it whatever the reference (D_j = D_a), so every kept bone's head is exactly where the reduced
+rig puts it: a bend the animator had there is the one thing a reduced rig does not keep.
 """
 
 from __future__ import annotations
@@ -63,6 +64,18 @@ class RigReduction:
         lookup = np.full(self.full.joint_count, -1, np.int64)
         lookup[self.keep] = np.arange(self.keep.size)
         return np.where(self.anchor >= 0, lookup[np.maximum(self.anchor, 0)], -1)
+
+    @cached_property
+    def inline(self) -> np.ndarray:
+        """(J,) bool: a dropped bone with kept bones below it (merged inside a chain)."""
+        below = np.zeros(self.full.joint_count, bool)
+        below[self.keep] = True
+        for j in self.full.topological_order[::-1]:
+            parent = self.full.parents[j]
+            if parent >= 0 and below[j]:
+                below[parent] = True
+        below[self.keep] = False
+        return below
 
     def canonical_frame(self, frame: CanonicalFrame) -> CanonicalFrame:
         """The full rig's canonical frame, scaled to the reduced rig's body size (what the networks
@@ -109,15 +122,15 @@ class RigReduction:
         dropped = np.setdiff1d(np.arange(self.full.joint_count), self.keep)
         anchored = dropped[self.anchor[dropped] >= 0]
         loose = dropped[self.anchor[dropped] < 0]
-        carrier = out[..., self.anchor[anchored], :, :]
+        out[..., anchored, :, :] = out[..., self.anchor[anchored], :, :]
         if reference is None:
-            out[..., anchored, :, :] = carrier
             out[..., loose, :, :] = np.eye(3)
             return out
         reference = np.broadcast_to(np.asarray(reference, np.float64), shape)
-        ref_anchor = reference[..., self.anchor[anchored], :, :]
-        relative = np.swapaxes(ref_anchor, -1, -2) @ reference[..., anchored, :, :]
-        out[..., anchored, :, :] = carrier @ relative
+        ridden = anchored[~self.inline[anchored]]  # in a chain, a bone keeps the kept bones' heads
+        ref_anchor = reference[..., self.anchor[ridden], :, :]
+        relative = np.swapaxes(ref_anchor, -1, -2) @ reference[..., ridden, :, :]
+        out[..., ridden, :, :] = out[..., ridden, :, :] @ relative
         out[..., loose, :, :] = reference[..., loose, :, :]
         return out
 

@@ -31,9 +31,10 @@ import numpy as np
 from ..core.canonical import CanonicalFrame, canonical_rig
 from ..core.rig import Rig
 from ..core.rig_features import RigFeatures, rig_features
+from ..core.rig_reduction import reduce_rig
 from ..core.rotations import matrix_to_quat, orthonormalize, quat_slerp, quat_to_matrix, yaw_matrix
 from ..core.skinning import SkinnedMesh
-from .posed import Pose, PosedRig, PoseSpaceError
+from .posed import Pose, PosedRig, PoseSpaceError, carried_between, whole_positions
 from .space import (
     LIMIT_ROUNDS,
     MAX_STEP,
@@ -143,12 +144,21 @@ class PosePipeline:
         frame: CanonicalFrame | None = None,
     ) -> PosedRig:
         """`names`: (J,384) joint-name embeddings (the text encoder's), or None (zeros: the prior
-        was trained with names dropped a fifth of the time)."""
+        was trained with names dropped a fifth of the time). A rig of more than 64 bones is posed on
+        its bones that matter (core/rig_reduction.py), in the canonical frame of those."""
         rig.validate()
         canon = canonical_rig(rig, frame)
+        reduction = reduce_rig(rig, keep=canon.feet)
+        whole = None
+        if reduction.reduced:
+            whole = Skeleton.from_rig(canonical_rig(rig, reduction.canonical_frame(canon.frame)).rig)
+            canon = canonical_rig(reduction.rig, reduction.canonical_frame(canon.frame))
+            mesh = None if mesh is None else reduction.reduce_mesh(mesh)
+            names = None if names is None else np.asarray(names)[reduction.keep]
         features = rig_features(canon.rig, canon.feet, mesh, canon.frame.matrix())
         inputs = self.network.rig_inputs(features, names)
-        return PosedRig(rig, canon.frame, Skeleton.from_rig(canon.rig), inputs)
+        skeleton = Skeleton.from_rig(canon.rig)
+        return PosedRig(rig, canon.frame, skeleton, inputs, reduction=reduction, whole=whole)
 
     def learn_rig(self, posed: PosedRig) -> PosedRig:
         """What the prior says of this rig, from its own samples (cached on `posed`):
@@ -180,11 +190,13 @@ class PosePipeline:
         seed: int = 0,
         ranges: JointLimits | None = None,
     ) -> np.ndarray:
-        """(count,J,3,3) plausible poses (heading frame), full DDIM from noise; with `ranges` (the
-        rig's own joint ranges, as for `project`) brought inside them (`JointLimits.clamp`)."""
+        """(count,J,3,3) plausible poses of the skeleton (heading frame), full DDIM from noise; with
+        `ranges` (the rig's own joint ranges, as for `project`) brought inside them
+        (`JointLimits.clamp`)."""
         if not 1 <= count <= MAX_SAMPLES:
             raise PoseSpaceError(f"Sample between 1 and {MAX_SAMPLES} poses.")
         poses = self.network.decode(self.network.sample(posed.inputs, count, steps, seed))
+        ranges = posed.reduced_limits(ranges)
         return poses if ranges is None else ranges.clamp(posed.skeleton, poses)
 
     def project(
@@ -204,6 +216,7 @@ class PosePipeline:
         started = time.perf_counter()
         options = ProjectOptions() if options is None else options
         handles = _handles(posed, pose, targets, pins)
+        ranges = posed.reduced_limits(ranges)
         if options.strength is None:
             options = replace(options, strength=DRAG_STRENGTH if options.relative else PROJECT_STRENGTH)
         self.learn_rig(posed)
@@ -229,8 +242,8 @@ class PosePipeline:
             )
         )
         return Projection(
-            Pose(result, pose.root.copy(), pose.yaw),
-            Pose(edit, pose.root.copy(), pose.yaw),
+            Pose(result, pose.root.copy(), pose.yaw, pose.carried),
+            Pose(edit, pose.root.copy(), pose.yaw, pose.carried),
             error,
             reached,
             message,
@@ -289,6 +302,7 @@ class PosePipeline:
         if method not in ("guided", "latent"):
             raise PoseSpaceError(f"Unknown walk method {method!r} (guided or latent).")
         network, rig = self.network, posed.inputs
+        ranges = posed.reduced_limits(ranges)
         stack = np.stack([k.deltas for k in keys])
         keys_x = network.encode(stack)
         if method == "latent":
@@ -315,7 +329,8 @@ class PosePipeline:
             a, b = keys[i], keys[i + 1]
             for k, share in enumerate(s):
                 root = (1 - share) * a.root + share * b.root
-                out.append(Pose(deltas[k], root, float((1 - share) * a.yaw + share * b.yaw)))
+                carried = carried_between(a, b, float(share))
+                out.append(Pose(deltas[k], root, float((1 - share) * a.yaw + share * b.yaw), carried))
         return out
 
     def _reconstructed(self, rig: object, noise: np.ndarray, steps: int, strength: float) -> np.ndarray:
@@ -339,20 +354,32 @@ def _handles(
     posed: PosedRig, pose: Pose, targets: dict[int, np.ndarray], pins: list[int] | tuple[int, ...]
 ) -> list[Handle]:
     """The IK handles of a projection: the targets (canonical points) in the pose's heading frame,
-    then the pins where the pose has them (a pinned joint that is also a target is a target)."""
+    then the pins where the pose has them (a pinned joint that is also a target is a target). Joints
+    are the user's rig's; on a reduced rig a left-out joint (a fingertip) is moved by its anchor (the
+    hand), its target shifted by where the joint sits from the anchor."""
     count = posed.joint_count
     if not targets:
         raise PoseSpaceError("Give at least one joint to move.")
     for joint in list(targets) + list(pins):
         if not 0 <= int(joint) < count:
             raise PoseSpaceError(f"Joint {joint} is not in the rig ({count} joints).")
+    reduction = posed.reduction
     turn = yaw_matrix(np.array(pose.yaw))
-    positions = posed.skeleton.positions(pose.deltas)
-    handles = [
-        Handle(int(j), turn.T @ (np.asarray(p, np.float64) - pose.root)) for j, p in targets.items()
-    ]
-    handles += [Handle(int(j), positions[int(j)], PIN_WEIGHT) for j in pins if int(j) not in targets]
-    return handles
+    positions = whole_positions(posed, pose)
+    handles: dict[int, Handle] = {}
+    for j, p in targets.items():
+        anchor = int(reduction.anchor[int(j)])
+        if anchor < 0:
+            raise PoseSpaceError(f"Joint {j} moves with no bone of the body: drag a bone of the body.")
+        k = int(reduction.index[anchor])
+        shift = positions[anchor] - positions[int(j)]  # zero for a joint the skeleton has
+        handles.setdefault(k, Handle(k, turn.T @ (np.asarray(p, np.float64) - pose.root) + shift))
+    for j in pins:
+        anchor = int(reduction.anchor[int(j)])
+        if anchor >= 0 and int(reduction.index[anchor]) not in handles:
+            k = int(reduction.index[anchor])
+            handles[k] = Handle(k, positions[anchor], PIN_WEIGHT)
+    return list(handles.values())
 
 
 def _reacher(

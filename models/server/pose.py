@@ -226,7 +226,7 @@ class PoseService:
         posed = self.prepared(rig, mesh, key)
         pose = pose_from_motion(posed, request.pose)
         deltas = self.pipeline().sample(posed, request.count, seed=request.seed, ranges=request.ranges)
-        poses = [Pose(d, pose.root.copy(), pose.yaw) for d in deltas]
+        poses = [Pose(d, pose.root.copy(), pose.yaw, pose.carried) for d in deltas]  # fingers as they were
         return self._answer(pose_to_motion(posed, poses, request.pose.fps), started, key)
 
     def walk(self, body: dict[str, Any]) -> dict[str, Any]:

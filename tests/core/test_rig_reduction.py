@@ -111,17 +111,20 @@ def test_carried_bones_ride_on_the_bones_that_matter(family, fill):
     assert np.allclose(forward_kinematics(small, again), reduced_pose, atol=1e-9)
 
 
-def test_fingers_keep_the_animators_curl():
-    """With a reference pose (the animator's), a dropped finger keeps its turn relative to the hand."""
-    creature, reduction = big()
+@pytest.mark.parametrize("family, fill", [("biped", "face"), ("dragon", "tail")])
+def test_fingers_keep_the_animators_curl(family, fill):
+    """With a reference pose (the animator's), a dropped finger keeps its turn relative to the hand;
+    the kept bones' heads stay where the reduced rig puts them."""
+    creature, reduction = big(family, fill)
     rig = creature.rig
     reference = random_motion(rig, frames=1, seed=3)
     motion = random_motion(reduction.rig, frames=3, seed=4)
     full = reduction.expand_motion(motion, reference)
     deltas = quat_to_matrix(world_deltas(rig, full))
     ref = quat_to_matrix(world_deltas(rig, reference))[0]
-    dropped = [j for j in creature.extras["fingers"] if j not in set(reduction.keep.tolist())]
-    assert dropped
+    extras = creature.extras["fingers"] + creature.extras["face"]
+    dropped = [j for j in extras if j not in set(reduction.keep.tolist())]
+    assert dropped and not reduction.inline[dropped].any()
     anchor = reduction.anchor[dropped]
     turned = np.swapaxes(deltas[:, anchor], -1, -2) @ deltas[:, dropped]
     assert np.allclose(turned, (ref[anchor].transpose(0, 2, 1) @ ref[dropped])[None], atol=1e-9)
@@ -129,6 +132,9 @@ def test_fingers_keep_the_animators_curl():
     plain = reduction.expand_motion(motion)
     assert np.allclose(forward_kinematics(rig, plain)[:, reduction.keep],
                        forward_kinematics(rig, full)[:, reduction.keep], atol=1e-9)
+    assert np.allclose(forward_kinematics(rig, full)[:, reduction.keep],
+                       forward_kinematics(reduction.rig, motion), atol=1e-9)
+    assert reduction.inline.any() == (fill == "tail")  # the long tail is resampled
 
 
 def test_joints_and_frames_map_onto_the_reduced_rig():
@@ -140,7 +146,8 @@ def test_joints_and_frames_map_onto_the_reduced_rig():
     assert set(reduction.keep[reduction.reduce_joints(list(hands))].tolist()) == hands
     frame = canonical_rig(creature.rig).frame
     scaled = reduction.canonical_frame(frame)
-    size = np.ptp(scaled.to_canonical_points(np.concatenate([reduction.rig.heads, reduction.rig.tails])), 0).max()
+    points = scaled.to_canonical_points(np.concatenate([reduction.rig.heads, reduction.rig.tails]))
+    size = np.ptp(points, 0).max()
     assert size == pytest.approx(1.0)
 
 

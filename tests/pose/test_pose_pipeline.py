@@ -9,9 +9,16 @@ import sys
 
 import numpy as np
 import pytest
+from big_rig_support import big_creature
 
-from kirin.kirin_addon.core.motion import Motion
-from kirin.kirin_addon.core.rotations import matrix_to_6d, rotvec_to_matrix, sixd_to_matrix
+from kirin.kirin_addon.core.motion import Motion, joint_positions
+from kirin.kirin_addon.core.rotations import (
+    matrix_to_6d,
+    quat_angle,
+    quat_from_axis_angle,
+    rotvec_to_matrix,
+    sixd_to_matrix,
+)
 from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.pose.pipeline import PosePipeline, ProjectOptions, frame_shares
 from kirin.kirin_addon.pose.posed import PoseSpaceError, pose_from_motion, pose_to_motion
@@ -23,10 +30,12 @@ class AgreeableNetwork:
 
     def __init__(self) -> None:
         self.guided: list[int] = []  # per denoise call, how many predictions the guide saw
+        self.seen: list[int] = []  # joints of each rig it was given
 
     def rig_inputs(self, features, names):
         if names is not None and np.shape(names) != (len(features.geometry), 4):
             raise PoseSpaceError("bad names")
+        self.seen.append(len(features.geometry))
         return {"joints": len(features.geometry)}
 
     def encode(self, deltas):
@@ -130,3 +139,77 @@ def test_the_pipeline_imports_without_torch():
     code = ("import sys; import kirin.kirin_addon.pose.pipeline, kirin.kirin_addon.bind.pipeline; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ----------------------------------------------------------------------------- any size (issue 31)
+@pytest.fixture(scope="module")
+def big_pose_space():
+    """A 256-bone biped (fingers, twist bones, a face) in an animator's pose: fingers curled."""
+    creature = big_creature("biped", 1)
+    rig = creature.rig
+    network = AgreeableNetwork()
+    pipeline = PosePipeline(network)
+    posed = pipeline.prepare(rig, creature.mesh)
+    rotations = Motion.rest(rig).rotations.copy()
+    fingers = creature.extras["fingers"]
+    rotations[0, fingers] = quat_from_axis_angle(np.array([1.0, 0.0, 0.0]), np.radians(35.0))
+    curled = Motion(30.0, rig.heads[rig.main_root][None], rotations)
+    return creature, network, pipeline, posed, curled
+
+
+def test_a_256_bone_rig_is_posed_on_its_bones_that_matter(big_pose_space):
+    creature, network, pipeline, posed, curled = big_pose_space
+    rig = creature.rig
+    assert rig.joint_count == 256 and posed.skeleton.joint_count <= 64
+    assert network.seen == [posed.skeleton.joint_count]  # the network never saw 256 tokens
+    pose = pose_from_motion(posed, curled)
+    assert pose.deltas.shape[0] == posed.skeleton.joint_count and pose.carried.shape[0] == 256
+    hand = creature.limbs_of("arm")[0].joints[-1]
+    foot = int(posed.reduction.keep[posed.skeleton.main_root])  # any kept joint will do as a pin
+    start = joint_positions(rig, curled)[0]
+    target = start[hand] + np.array([0.0, -0.15, -0.2])
+    result = pipeline.project(posed, pose, {hand: posed.frame.to_canonical_points(target)}, pins=[foot])
+    assert result.reached, result.message
+    motion = pose_to_motion(posed, [result.pose])
+    assert motion.joint_count == 256
+    moved = joint_positions(rig, motion)[0]
+    assert np.linalg.norm(moved[hand] - target) < 0.02 * rig.body_size
+    # The fingers came along with the hand, curled as the animator had them (same local turns).
+    fingers = creature.extras["fingers"]
+    on_this_hand = [j for j in fingers if rig.names[j].startswith(rig.names[hand])]
+    assert len(on_this_hand) == 15
+    same = np.abs(np.sum(motion.rotations[0, fingers] * curled.rotations[0, fingers], -1))
+    assert np.abs(same - 1).max() < 1e-9
+    spread = np.linalg.norm(moved[on_this_hand] - moved[hand], axis=-1)
+    assert np.allclose(spread, np.linalg.norm(start[on_this_hand] - start[hand], axis=-1))
+    assert np.linalg.norm(moved[on_this_hand] - start[on_this_hand], axis=-1).min() > 0.1
+
+
+def test_a_fingertip_left_out_of_the_skeleton_can_still_be_dragged(big_pose_space):
+    creature, _, pipeline, posed, curled = big_pose_space
+    rig = creature.rig
+    dropped = [j for j in creature.extras["fingers"] if j not in set(posed.reduction.keep.tolist())]
+    tip = dropped[-1]
+    start = joint_positions(rig, curled)[0]
+    target = start[tip] + np.array([0.0, -0.1, 0.1])
+    pose = pose_from_motion(posed, curled)
+    result = pipeline.project(posed, pose, {tip: posed.frame.to_canonical_points(target)}, pins=[tip])
+    assert result.reached, result.message
+    moved = joint_positions(rig, pose_to_motion(posed, [result.pose]))[0]
+    assert np.linalg.norm(moved[tip] - target) < 0.02 * rig.body_size
+
+
+def test_a_256_bone_rig_samples_and_walks_with_its_fingers(big_pose_space):
+    creature, _, pipeline, posed, curled = big_pose_space
+    rig = creature.rig
+    pose = pose_from_motion(posed, curled)
+    samples = pipeline.sample(posed, 3, seed=1)
+    assert samples.shape == (3, posed.skeleton.joint_count, 3, 3)
+    rest = pose_from_motion(posed, Motion.rest(rig))
+    frames = pipeline.walk(posed, [pose, rest], [4])
+    motion = pose_to_motion(posed, frames)
+    assert motion.joint_count == 256 and motion.frame_count == 5
+    fingers = creature.extras["fingers"]
+    angle = np.degrees(quat_angle(motion.rotations[:, fingers]))  # the curl opens from 35° to 0°
+    assert np.allclose(angle[0], 35.0) and np.allclose(angle[-1], 0.0, atol=1e-6)
+    assert np.allclose(angle[2], 17.5, atol=0.5)
