@@ -18,6 +18,7 @@ from blender_support import bpy
 HUSKY = asset_files("quaternius/animals_pack/Husky.glb")
 DONKEY = asset_files("quaternius/animals_pack/Donkey.glb")
 CMU_WALK = asset_files("bvh_cmu_subjects_01_07/007_03.bvh")
+T_POSED = asset_files("quaternius/modular_men/Adventurer.glb")  # arms straight out at rest, no clips
 pytestmark = [
     pytest.mark.skipif(not HUSKY or not DONKEY, reason="../shared/assets is not present"),
     pytest.mark.skipif(not HAS_BACKEND, reason=NO_BACKEND),
@@ -82,3 +83,38 @@ def test_a_folded_bvh_rest_walks_from_the_pose_its_animation_stands_in(blender):
     assert np.all(tracks.body[:, 2] - tracks.soles[:, :, 2].max(axis=0) > 0.3 * person.body_size)
     assert abs(float(tracks.soles[:, :, 2].min()) - person.floor) < 0.03 * person.body_size
     assert 0.4 <= measured.duty <= 0.65 and measured.contralateral <= -0.5
+
+
+def _abduction(heads: np.ndarray, arms: list[tuple[int, int]], up: np.ndarray) -> list[float]:
+    """Degrees each arm (shoulder, hand) is raised out to the side, in the body's frontal plane (the
+    shoulders' line and `up`), from hanging straight down: swinging fore and aft does not count."""
+    across = heads[arms[0][0]] - heads[arms[1][0]]
+    across = across - (across @ up) * up
+    across /= np.linalg.norm(across)
+    out = []
+    for shoulder, hand in arms:
+        arm = heads[hand] - heads[shoulder]
+        out.append(float(np.degrees(np.arctan2(abs(arm @ across), -arm @ up))))
+    return out
+
+
+@pytest.mark.skipif(not T_POSED, reason="the Quaternius modular men are not present")
+def test_a_t_posed_humanoid_walks_with_its_arms_down(blender):
+    """Issue 31: the rest pose is not the standing pose. The Adventurer's arms are straight out at rest;
+    the walk made for it, read back from the Action Blender plays, holds them down at its sides."""
+    bench = load_benchmark("bench_motion_real")
+    support = bench.support
+    man, _ = support.load_character(T_POSED[0], bench.headless.import_rig_file)
+    names = man.rig.names
+    arms = [(names.index(f"UpperArm.{s}"), names.index(f"Hand.{s}")) for s in "LR"]
+    up = np.array([0.0, 0.0, 1.0])
+    assert min(_abduction(man.reference, arms, up)) > 80.0  # a T-pose
+    made, _ = bench.generate(man, "A man walks forward.", bench.Options(frames=60, seed=0, filmstrips=None))
+    angles = []
+    for frame in range(1, 61, 4):
+        bpy.context.scene.frame_set(frame)
+        world = support.object_matrix(man.arm)
+        heads = support.evaluated_pose(man.arm, man.rig)[:, :3, 3] @ world[:3, :3].T + world[:3, 3]
+        angles += _abduction(heads, arms, up)
+    assert made.name.startswith("Kirin:")
+    assert np.median(angles) < 25.0 and max(angles) < 40.0  # down at its sides, never out
