@@ -36,6 +36,12 @@ joints above it) moved 5–25 % of body size in a random direction. Sections (--
    violations of the in-betweens, their distance to the clip's own in-between frames, and the
    largest frame-to-frame joint step (smoothness; the clip's own for reference). The verdict is on
    the walk keeping to the ranges (what Walk Between Keys does on an armature with actions).
+5. size — issue 31's any-size row: the built biped of benchmarks/big_rig.py with its 25 bones, and
+   grown to 256 (five three-bone fingers a hand, twist bones, a face), dragged from the same pose
+   (fingers curled) by the same --count drags of its body's end effectors: median and p95 ms of a
+   projection on each, and the 256-bone rig's median as a ratio of the 25-bone rig's measured in
+   the same run; the 256-bone rig is posed on its bones that matter (core/rig_reduction.py), its
+   fingers carried. Goal: median ≤ 50 ms on 256 bones. Needs neither clips nor Blender.
 
 The "train" column says whether the prior saw the rig: "trained", "held-out" (a held-out source of
 models/pose/data.py or the cache's test split, e.g. animals_pack/Husky), "broken" (clips that need
@@ -47,7 +53,7 @@ output); when that folder has none, the matching files under --assets are ingest
 temporary folder with Blender's importers (operators/headless/library.run_ingest).
 
 Run: .venv/bin/python benchmarks/bench_pose_space.py [--rigs Fox CesiumMan ...] [--count 50]
-     [--sections latency plausibility fsd walk] [--samples 256] [--pairs 8] [--json out.json]
+     [--sections latency plausibility fsd walk size] [--samples 256] [--pairs 8] [--json out.json]
      [--model models/weights/pose] [--clips /tmp/real] [--no-blender]
 The machine is shared (a training job may run): only ratios measured in the same run matter.
 """
@@ -67,7 +73,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kirin.kirin_addon.core.motion import Motion, motion_from_world_transforms
+from kirin.benchmarks.big_rig import big_creature
+from kirin.kirin_addon.core.creature import Creature
+from kirin.kirin_addon.core.motion import Motion, joint_positions, motion_from_world_transforms
 from kirin.kirin_addon.core.rig import Rig
 from kirin.kirin_addon.core.rotations import (
     matrix_to_quat,
@@ -79,6 +87,7 @@ from kirin.kirin_addon.core.rotations import (
 )
 from kirin.kirin_addon.eval.distributions import frechet_distance
 from kirin.kirin_addon.io.clip import Clip, load_clip
+from kirin.kirin_addon.library.families.build import build_creature
 from kirin.kirin_addon.pose.pipeline import ROOT_STIFFNESS, PosePipeline, ProjectOptions
 from kirin.kirin_addon.pose.posed import Pose, PosedRig, pose_from_motion, pose_to_motion
 from kirin.kirin_addon.pose.space import (
@@ -97,7 +106,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLIPS = Path("/tmp/real")
 DEFAULT_ASSETS = ROOT.parent / "shared" / "assets"
 DEFAULT_BANK = ROOT / "runs" / "pose_bank.npz"
-SECTIONS = ("latency", "plausibility", "fsd", "walk")
+SECTIONS = ("latency", "plausibility", "fsd", "walk")  # on the rigs of ../shared/assets
+ALL_SECTIONS = (*SECTIONS, "size")  # size: on built rigs
 MAX_JOINTS = 64
 DRAG = (0.05, 0.25)  # body sizes: how far the dragged joint's target lies from where it was
 MIN_CHAIN = 2  # a draggable end effector has at least this many joints above it
@@ -789,6 +799,72 @@ def report_walk(rows: list[dict]) -> dict:
     return summary
 
 
+# --------------------------------------------------------------------------- 5. size
+def size_drags(creature: Creature, count: int, rng: np.random.Generator) -> list[tuple[int, np.ndarray]]:
+    """`count` drags (joint, armature-space offset) of the body's end effectors (its own bones, which the
+    grown rig keeps at the same indices), 5–25 % of the body's size in random directions."""
+    skeleton = Skeleton.from_rig(creature.rig)
+    joints = draggable(skeleton)
+    drags = []
+    for _ in range(count):
+        direction = rng.normal(size=3)
+        offset = direction / np.linalg.norm(direction) * rng.uniform(*DRAG) * creature.rig.body_size
+        drags.append((int(rng.choice(joints)), offset))
+    return drags
+
+
+def size_row(prior: PosePipeline, creature: Creature, drags: list[tuple[int, np.ndarray]]) -> dict:
+    """One rig's projections of `drags` from its pose with the fingers curled (timed; the first, a
+    warm-up, not)."""
+    rig = creature.rig
+    started = time.perf_counter()
+    posed = prior.learn_rig(prior.prepare(rig, creature.mesh))
+    prepare_s = time.perf_counter() - started
+    rotations = quat_identity((1, rig.joint_count))
+    fingers = creature.extras.get("fingers", [])
+    rotations[0, fingers] = [np.cos(0.3), np.sin(0.3), 0.0, 0.0]
+    motion = Motion(30.0, rig.heads[rig.main_root][None], rotations)
+    pose = pose_from_motion(posed, motion)
+    heads = joint_positions(rig, motion)[0]
+    ms, errors = [], []
+    for k, (joint, offset) in enumerate([drags[0], *drags]):
+        target = posed.frame.to_canonical_points(heads[joint] + offset)
+        t0 = time.perf_counter()
+        result = prior.project(posed, pose, {joint: target}, options=ProjectOptions(seed=k))
+        if k:
+            ms.append((time.perf_counter() - t0) * 1e3)
+            moved = joint_positions(rig, pose_to_motion(posed, [result.pose]))[0]
+            errors.append(np.linalg.norm(moved[joint] - heads[joint] - offset) / rig.body_size)
+    return {"rig": f"{creature.species} {rig.joint_count}", "joints": rig.joint_count,
+            "skeleton": posed.skeleton.joint_count, "drags": len(ms), "prepare_s": prepare_s,
+            "median_ms": float(np.median(ms)), "p95_ms": float(np.percentile(ms, 95)),
+            "handle_error": float(np.median(errors))}
+
+
+def size_rows(prior: PosePipeline, count: int, seed: int) -> list[dict]:
+    small = build_creature("biped", 1, naming="mixamo")
+    drags = size_drags(small, count, np.random.default_rng(seed))
+    return [size_row(prior, small, drags), size_row(prior, big_creature("biped", 1), drags)]
+
+
+def report_size(rows: list[dict]) -> dict:
+    print("\n== 5. Size: one projected drag on a 256-bone rig vs its 25-bone body (same drags, same run) ==")
+    table(["rig", "J", "skeleton", "drags", "prepare s", "median ms", "p95 ms", "handle error"],
+          [[r["rig"], r["joints"], r["skeleton"], r["drags"], fmt(r["prepare_s"], ".2f"),
+            fmt(r["median_ms"], ".1f"), fmt(r["p95_ms"], ".1f"), fmt(r["handle_error"], ".4f")]
+           for r in rows])
+    if len(rows) < 2:
+        return {"pass": False}
+    small, big = rows[0], rows[-1]
+    summary = {"small_median_ms": small["median_ms"], "big_median_ms": big["median_ms"],
+               "ratio": ratio(big["median_ms"], small["median_ms"]), "big_joints": big["joints"],
+               "pass": big["median_ms"] <= LATENCY_GOAL_MS}
+    print(f"verdict: {verdict(summary['pass'])} — {big['joints']} bones (posed on {big['skeleton']}): median "
+          f"{big['median_ms']:.1f} ms per projection (goal ≤ {LATENCY_GOAL_MS:.0f} ms), "
+          f"{summary['ratio']:.2f}× the {small['joints']}-bone rig's {small['median_ms']:.1f} ms")
+    return summary
+
+
 # --------------------------------------------------------------------------- main
 def seed_of(name: str, seed: int) -> int:
     return zlib.crc32(name.encode()) + seed
@@ -830,7 +906,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=50, help="drags per rig (latency, plausibility)")
     parser.add_argument("--samples", type=int, default=256, help="poses per set (fsd)")
     parser.add_argument("--pairs", type=int, default=8, help="key pairs per rig (walk)")
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--sections", nargs="+", choices=ALL_SECTIONS, default=list(ALL_SECTIONS))
     parser.add_argument("--model", default=str(DEFAULT_POSE_MODEL))
     parser.add_argument("--backend", default="auto", choices=("auto", "onnx", "torch"))
     parser.add_argument("--clips", default=str(DEFAULT_CLIPS), help="folder of ingested .npz clips")
@@ -850,10 +926,12 @@ def main(argv: list[str] | None = None) -> dict:
     prior = PosePipeline(network)
     backend = type(network.net).__name__
     clips = Path(args.clips)
-    if not clip_files(clips) or not any(matches(n, args.rigs) for n in clip_files(clips)):
+    wanted = set(args.sections)
+    with_clips = bool(wanted - {"size"})  # the size section builds its own rigs
+    if with_clips and (not clip_files(clips) or not any(matches(n, args.rigs) for n in clip_files(clips))):
         clips = ingest_assets(Path(args.assets), args.rigs)
     bank = Path(args.bank) if args.bank else None
-    rigs = load_rigs(prior, clips, args.rigs, bank)
+    rigs = load_rigs(prior, clips, args.rigs, bank) if with_clips else []
     if "latency" in args.sections and not args.no_blender and Path(args.assets).is_dir():
         rigs += rest_pose_rigs(prior, Path(args.assets), args.rigs, {r.name for r in rigs}, bank)
     print(f"pose prior {args.model} ({backend}, card step {network.card.get('step')}); {len(rigs)} rigs from "
@@ -861,16 +939,17 @@ def main(argv: list[str] | None = None) -> dict:
           f"* = not trained on", flush=True)
     out: dict = {"model": args.model, "backend": backend, "card_step": network.card.get("step"),
                  "clips": str(clips), "rows": {}, "summary": {}}
-    wanted = set(args.sections)
-    rows: dict[str, list[dict]] = {s: [] for s in SECTIONS}
+    rows: dict[str, list[dict]] = {s: [] for s in ALL_SECTIONS}
     for rd in rigs:
         t0 = time.perf_counter()
         measure_rig(prior, rd, args, wanted, rows)
         print(f"  {rd.label}: {rd.joints} joints, {len(rd.poses)} {'rest' if rd.rest_only else 'data'} "
               f"pose(s), {time.perf_counter() - t0:.1f} s", flush=True)
+    if "size" in wanted:
+        rows["size"] = size_rows(prior, args.count, args.seed)
     reports = {"latency": report_latency, "plausibility": report_plausibility, "fsd": report_fsd,
-               "walk": report_walk}
-    for section in SECTIONS:
+               "walk": report_walk, "size": report_size}
+    for section in ALL_SECTIONS:
         if section in wanted:
             out["rows"][section] = rows[section]
             out["summary"][section] = reports[section](rows[section])

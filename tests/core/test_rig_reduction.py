@@ -1,5 +1,5 @@
 """The bones that matter (kirin_addon/core/rig_reduction.py): a 256-bone rig (fingers, twist bones, a
-face, a long tail: tests/big_rig_support.py) seen as at most 64 bones, and what is made on those
+face, a long tail: benchmarks/big_rig.py) seen as at most 64 bones, and what is made on those
 carried back onto every bone — the fingers riding on their hands, the face on the head."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from functools import cache
 
 import numpy as np
 import pytest
-from big_rig_support import big_creature
 
+from kirin.benchmarks.big_rig import big_creature
 from kirin.kirin_addon.core.canonical import canonical_rig
 from kirin.kirin_addon.core.motion import Motion, forward_kinematics, world_deltas
 from kirin.kirin_addon.core.rig import MAX_JOINTS, Rig, RigError

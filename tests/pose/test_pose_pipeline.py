@@ -9,8 +9,8 @@ import sys
 
 import numpy as np
 import pytest
-from big_rig_support import big_creature
 
+from kirin.benchmarks.big_rig import big_creature
 from kirin.kirin_addon.core.motion import Motion, joint_positions
 from kirin.kirin_addon.core.rotations import (
     matrix_to_6d,
