@@ -18,7 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from ..core.canonical import CanonicalFrame, CanonicalRig, canonical_rig
 from ..core.motion import Motion
 from ..core.rig import Rig
 from ..core.rig_features import rig_features
+from ..core.rig_reduction import RigReduction, reduce_rig
 from ..core.skinning import SkinnedMesh
 from ..library.captions.phrasing import stated_direction
 from .construct import construct_motion
@@ -35,6 +36,7 @@ from .guard import ClipGuard, without_extras
 from .map_back import Start, nearest_legs, on_rig, pin_kept
 from .network import GenerationError, KeptFeatures, MotionNetwork, Progress, SampleRequest, token_layout
 from .plan import plan_prompt
+from .reduced_rig import carried_back, reduced_canon, reduced_joints, reduced_request
 from .request import GenerateRequest
 from .retrieval import MotionBank, RetrievalConfig, Retrieved, fit_length, retime, retime_rows
 from .rig_roles import RoleError, detect_roles
@@ -62,6 +64,9 @@ class PreparedRig:
     mesh: SkinnedMesh | None = None  # the rig's skin (armature space), where it has one
     encoded: Any = None  # the network's encoding (MotionNetwork.encode_rig) ...
     encoded_by: Any = None  # ... by this network
+    # More than 64 bones: the network makes the motion of the bones that matter (reduced_rig.py).
+    reduction: RigReduction | None = None
+    small: PreparedRig | None = None  # ... the reduced rig, prepared
 
     @property
     def feet(self) -> np.ndarray:
@@ -121,6 +126,11 @@ class GeneratePipeline:
                     return self._rigs[key]
         rig.validate()
         prepared = PreparedRig(rig, canonical_rig(rig, frame), mesh)
+        reduction = reduce_rig(rig, keep=prepared.feet)
+        if reduction.reduced:
+            small_mesh = None if mesh is None else reduction.reduce_mesh(mesh)
+            small = PreparedRig(reduction.rig, reduced_canon(reduction, prepared.canon), small_mesh)
+            prepared.reduction, prepared.small = reduction, small
         if key is not None:
             with self._rigs_lock:
                 self._rigs[key] = prepared
@@ -205,7 +215,12 @@ class GeneratePipeline:
         progress: Progress | None,
     ) -> list[Generated]:
         """The network's motions: the kept frames and the retrieved clips as features, one sampling
-        call, then each variant onto the rig."""
+        call, then each variant onto the rig (a big rig's bones that matter, the rest carried)."""
+        if prepared.reduction is not None and prepared.small is not None:
+            cut = prepared.reduction
+            small = replace(options, keep_joints=reduced_joints(cut, options.keep_joints))
+            made = self._sampled(network, prepared.small, reduced_request(cut, request), small, progress)
+            return carried_back(cut, made, request, options.keep_joints)
         if prepared.encoded is None or prepared.encoded_by is not network:
             canon = prepared.canon
             prepared.encoded = network.encode_rig(rig_features(canon.rig, canon.feet, prepared.mesh,

@@ -12,6 +12,9 @@ import sys
 import numpy as np
 import pytest
 
+from kirin.benchmarks.big_rig import big_creature
+from kirin.kirin_addon.core.motion import forward_kinematics, joint_positions
+from kirin.kirin_addon.core.rotations import quat_from_axis_angle
 from kirin.kirin_addon.generate.features import CHANNELS, motion_features
 from kirin.kirin_addon.generate.network import GenerationError, SampleRequest, token_layout
 from kirin.kirin_addon.generate.pipeline import NEEDS_NETWORK, GeneratePipeline, SamplingOptions, Ticker
@@ -154,3 +157,64 @@ def test_reports_between_variants_are_spaced_out():
     slow(1.0)
     assert len(calls) == 1  # too soon: left out
     Ticker(None, seconds=0.0)(1.0)  # no callback: nothing to do
+
+
+# ----------------------------------------------------------------------------- any size (issue 31)
+def test_a_256_bone_rig_walks_by_construction_as_its_body_does():
+    """Fingers, twist bones and a face change nothing of a constructed walk: the body walks as the
+    25-bone body does, and the added bones ride on their parents."""
+    small, big = build_creature("biped", 1, naming="mixamo"), big_creature("biped", 1)
+    request = GenerateRequest("a robot walking forward", frames=90, seed=2).check()
+    walks = []
+    for creature in (small, big):
+        pipeline = GeneratePipeline(None)
+        made = pipeline.run(pipeline.prepare(creature.rig, creature.mesh), request)[0]
+        assert made.report["path"] == "constructed" and made.motion.joint_count == creature.rig.joint_count
+        walks.append(made.motion)
+    body = small.rig.joint_count
+    heads = [joint_positions(c.rig, m) for c, m in zip((small, big), walks, strict=True)]
+    assert np.abs(heads[0] - heads[1][:, :body]).max() < 0.01 * small.rig.body_size
+    travel = np.linalg.norm(heads[1][-1, big.pelvis, :2] - heads[1][0, big.pelvis, :2])
+    assert travel > 0.5 * small.rig.body_size
+    # The added bones are held at rest relative to their parents: fingers go where the hand goes.
+    added = np.arange(body, big.rig.joint_count)
+    pose = forward_kinematics(big.rig, walks[1])
+    parents = big.rig.parents[added]
+    relative = np.linalg.inv(pose[:, parents]) @ pose[:, added]
+    at_rest = np.linalg.inv(big.rig.rest[parents]) @ big.rig.rest[added]
+    assert np.allclose(relative, at_rest[None], atol=1e-6)
+    fingers = big.extras["fingers"]
+    assert np.linalg.norm(heads[1][-1, fingers] - heads[1][0, fingers], axis=-1).min() > 0.3 * travel
+
+
+def test_a_256_bone_rig_reaches_the_network_as_its_bones_that_matter():
+    """The network sees at most 64 joints of a 256-bone rig; what it makes comes back on every bone,
+    the kept frames exact on every bone (keyed fingers included), the fingers riding on the hands."""
+    from kirin.kirin_addon.library.controllers.dispatch import generate
+
+    creature = big_creature("biped", 1)
+    rig = creature.rig
+    prepared = GeneratePipeline(None).prepare(rig, creature.mesh)
+    small = prepared.small
+    assert prepared.reduction.reduced and small.rig.joint_count <= 64
+    walk = prepared.reduction.reduce_motion(generate(creature, "walk", 5, frames=48).motion)
+    network = StandIn(motion_features(small.canon, small.rig, walk).features)
+    pipeline = GeneratePipeline(network)
+    prepared = pipeline.prepare(rig, creature.mesh)
+    keep = generate(creature, "walk", 2, frames=40).motion
+    fingers = creature.extras["fingers"]
+    keep.rotations[:, fingers] = quat_from_axis_angle(np.array([1.0, 0.0, 0.0]), np.radians(40.0))
+    kept = np.array([0, 1, 30])
+    made = pipeline.run(prepared, GenerateRequest("a robot waves", frames=40, keep=keep, keep_frames=kept),
+                        SamplingOptions(clean=False))[0]
+    assert network.encoded == [small.rig.joint_count]
+    assert network.requests[0].keep.features.shape == (40, small.rig.joint_count, CHANNELS)
+    assert made.motion.joint_count == rig.joint_count and made.contacts.shape == (40, prepared.feet.size)
+    dots = np.abs(np.sum(made.motion.rotations[kept] * keep.rotations[kept], axis=-1))
+    assert dots.min() > 1 - 1e-9  # every bone of every kept frame as keyed, the curled fingers too
+    # Between the keys the fingers that the network did not see move with their hands.
+    dropped = [j for j in fingers if j not in set(prepared.reduction.keep.tolist())]
+    hands = prepared.reduction.anchor[dropped]
+    pose = forward_kinematics(rig, made.motion)
+    relative = np.linalg.inv(pose[:, hands]) @ pose[:, dropped]
+    assert np.abs(relative[10:25] - relative[10]).max() < 0.05  # slowly uncurling between the keys
