@@ -46,10 +46,10 @@ TEMPI: dict[tuple[str, str], Tempo] = {
     ("quadruped", "gallop"): Tempo(1.58, GaitOverrides(duty=0.40, pitch=0.3, bob=0.08, nod=0.5, lift=0.42)),
     ("quadruped", "rotary_gallop"): Tempo(1.58, GaitOverrides(duty=0.40)),
     ("quadruped", "bound"): Tempo(1.58, GaitOverrides(duty=0.40)),
-    ("biped", "walk"): Tempo(0.86, GaitOverrides(duty=0.57, crouch=0.15, lean=0.05, arm_swing=1.2, nod=0.25,
+    ("biped", "walk"): Tempo(0.86, GaitOverrides(duty=0.57, crouch=0.15, lean=0.05, arm_swing=0.5, nod=0.25,
                                                  sway=0.05, bob=0.03, heel_off=0.5, heel_strike=0.25,
                                                  lift=0.17)),
-    ("biped", "run"): Tempo(1.30, GaitOverrides(duty=0.39, crouch=0.2, lean=0.3, arm_swing=1.6, elbow=1.3,
+    ("biped", "run"): Tempo(1.30, GaitOverrides(duty=0.39, crouch=0.2, lean=0.3, arm_swing=0.75, elbow=1.3,
                                                 heel_off=0.6, heel_strike=0.15, bob=0.08, nod=0.5, sway=0.03,
                                                 lift=0.6)),
 }
