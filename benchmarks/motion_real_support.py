@@ -224,10 +224,11 @@ def _import_bvh(path: Path, import_rig_file) -> bpy.types.Object:
     return arm
 
 
-def load_character(path: Path, import_rig_file) -> tuple[Character, list]:
+def load_character(path: Path, import_rig_file, strict: bool = True) -> tuple[Character, list]:
     """Import `path` into the (cleared) scene; its character and authored actions. Feet are found in
     the rest pose, or for a rig without mesh (BVH, whose rest pose may lie flat) in the first frame of
-    its motion."""
+    its motion. `strict`: a rig without feet, or not standing up world +Z, is Unmeasurable (the smoke
+    over every rig file takes them as they are: a fish has no feet)."""
     bvh = path.suffix.lower() == ".bvh"
     if bvh:
         arm = _import_bvh(path, import_rig_file)
@@ -239,7 +240,7 @@ def load_character(path: Path, import_rig_file) -> tuple[Character, list]:
     rest = rest_vertices(arm, parts)
     points = np.concatenate(list(rest.values())) if rest else None
     frame = _frame(arm, rig, points)
-    if frame.up_axis != "+Z" and not bvh:
+    if frame.up_axis != "+Z" and not bvh and strict:
         raise Unmeasurable(f"up is {frame.up_axis}, not world +Z")
     first = arm.animation_data.action if arm.animation_data else None
     actions = _drop_nla(arm)
@@ -254,7 +255,7 @@ def load_character(path: Path, import_rig_file) -> tuple[Character, list]:
     character = Character(path, arm, parts, rig, frame, [], species, "", scale / frame.scale, floor,
                           reference)
     character.feet = find_feet(character, rest)
-    if not character.feet:
+    if not character.feet and strict:
         raise Unmeasurable("no feet found (no chain end reaches the ground at rest)")
     character.family = family_of(len(character.feet))
     return character, actions

@@ -34,6 +34,9 @@ from .scene_change import SceneChange, show_frames
 from .scene_io.action import action_key_frames, keyed_locations, read_action, write_action
 from .scene_io.rig import evaluated_pose
 
+# What a variant's report (the pipeline's) says that the operator's report passes on: the path that made
+# it, the tempo asked, the rig's build, and why it was made the other way where the first was broken.
+REPORTED = ("path", "tempo", "rig_shape", "guard")
 # Magic numbers of the image files a reference image may be (the backend decodes them).
 IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"BM", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*")
 
@@ -271,7 +274,7 @@ def report_of(task: GenerationTask, result: GenerationResult, actions) -> dict:
         "variants": [
             {"action": action.name, "frames": generation.frames, "seed": variant.seed, **variant.metrics,
              "retrieved": variant.report.get("retrieved"), "within_bounds": variant.within_bounds,
-             **{key: variant.report[key] for key in ("path", "tempo", "rig_shape") if key in variant.report}}
+             **{key: variant.report[key] for key in REPORTED if key in variant.report}}
             for action, variant in zip(actions, result.variants, strict=True)
         ],
         "bounds": result.info.get("bounds") or None,
@@ -328,6 +331,9 @@ class KIRIN_OT_generate_motion(NeedsArmature, BackendOperator, bpy.types.Operato
                     + (f" (bone length error {worst:.1e})" if worst > 1e-6 else ""))
         for warning in task.request.warnings:
             written.say("WARNING", warning)
+        for action, variant in zip(actions, result.variants, strict=True):
+            if variant.report.get("guard"):  # made the other way: the first way's clip was broken
+                written.say("WARNING", f"{action.name}: {variant.report['guard']}")
         outside = [a.name for a, v in zip(actions, result.variants, strict=True) if v.within_bounds is False]
         if outside:  # kept (the animator may still like it), but said: the feet may slide or the motion buzz
             written.say("WARNING", f"{', '.join(outside)}: outside the model's per-clip bounds "

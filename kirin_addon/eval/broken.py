@@ -18,9 +18,11 @@ thresholds are in body sizes and seconds, so a ×100 armature or a 24 fps clip r
 - **floating**: a legged locomotion clip (walk, trot, run, gallop… — not a flight, a swim or a jump)
   whose feet are planted less than `planted` (5 %) of the time, read with eval/gait.py's contact rules
   (the benchmark's measure): the soles near the floor and slow.
-- **sinking**: the lowest point (a vertex where the mesh is given, else a joint) below the floor by more
-  than `sinking` (2 %) of a body size on more than `sinking_share` (10 %) of the frames: one toe dipping
-  through at a push-off is penetration the metrics report, a body that goes through the floor is broken.
+- **sinking**: the lowest point (a vertex where the mesh is given, else a joint but a root: a root bone
+  that carries the rig from the floor is a handle) below the floor by more than `sinking` (2 %) of a body
+  size on more than `sinking_share` (10 %) of the frames: one toe dipping through at a push-off is
+  penetration the metrics report, a body that goes through the floor is broken. A swim or a flight has
+  no floor to keep above (`floor` None): a fish bobs and a dragon beats its wings below where it hovers.
 - **rest-posed** (`rest_posed`, the benchmark's: it needs the rig's own clips): arms or wings held out
   sideways — their lateral elevation, the angle between the limb and the body's mid-plane — where the
   rig's own clips never hold them, by more than `rest_margin` (20°): a T-posed knight walking with its
@@ -71,7 +73,8 @@ class Finding:
 @dataclass(frozen=True)
 class ClipShape:
     """A clip as the guard sees it. `positions` (T,J,3) joint heads, `parents` (J,); `up` +Z. `feet`
-    (F,T,3): the points that plant (soles or foot joints) with the floor at `floor`; `legged`: the clip
+    (F,T,3): the points that plant (soles or foot joints) with the floor at `floor` (None: there is none
+    to keep above — a swim, a flight — and feet find theirs as eval/gait.py does); `legged`: the clip
     asks for legged locomotion (its feet must plant). `vertices` (T,V,3): the deformed mesh, where
     known; `still`: the clip is asked to stand still (an idle), which may move very little. `free`:
     joints whose offset from their parent the clip moves on purpose. `names`: the joints' names, for
@@ -81,7 +84,7 @@ class ClipShape:
     parents: np.ndarray
     fps: float
     body_size: float = 1.0
-    floor: float = 0.0
+    floor: float | None = 0.0
     feet: np.ndarray | None = None
     legged: bool = False
     vertices: np.ndarray | None = None
@@ -216,7 +219,8 @@ def floating(clip: ClipShape, limits: BrokenLimits = BrokenLimits()) -> Finding 
     share = planted_share(clip)
     if share >= limits.planted:
         return None
-    lowest = float(np.min(clip.feet[..., 2]) - clip.floor) / clip.body_size
+    floor = float(np.percentile(clip.feet[..., 2].min(axis=0), 10)) if clip.floor is None else clip.floor
+    lowest = float(np.min(clip.feet[..., 2]) - floor) / clip.body_size
     above = ""
     if lowest > 0.02:
         above = f"; the lowest foot stays {100 * lowest:.0f} % of its size above the floor"
@@ -224,9 +228,26 @@ def floating(clip: ClipShape, limits: BrokenLimits = BrokenLimits()) -> Finding 
                    f"(a walk plants each foot about half of it){above}", share)
 
 
+def solid_points(clip: ClipShape) -> np.ndarray:
+    """(T,P,3) what must stay above the floor: the mesh, else the joints but the roots (a root bone that
+    carries the rig from the floor is a handle, not the body)."""
+    if clip.vertices is not None and clip.vertices.shape[1]:
+        return clip.vertices
+    inside = clip.parents >= 0
+    return clip.positions[:, inside] if np.any(inside) else clip.positions
+
+
+def depths(clip: ClipShape) -> np.ndarray:
+    """(T,) how far the body's lowest point is below the floor each frame (body sizes; zeros without a
+    floor)."""
+    if clip.floor is None:
+        return np.zeros(len(clip.positions))
+    return (clip.floor - solid_points(clip)[..., 2].min(axis=1)) / clip.body_size
+
+
 def sinking(clip: ClipShape, limits: BrokenLimits = BrokenLimits()) -> Finding | None:
-    """The body goes through the floor (module docstring)."""
-    depth = (clip.floor - clip.points[..., 2].min(axis=1)) / clip.body_size  # (T,) below the floor
+    """The body goes through the floor (module docstring); a clip with no floor (a swim, a flight) cannot."""
+    depth = depths(clip)
     deep = depth > limits.sinking
     share = float(np.mean(deep))
     if share <= limits.sinking_share:
@@ -235,6 +256,20 @@ def sinking(clip: ClipShape, limits: BrokenLimits = BrokenLimits()) -> Finding |
     return Finding("sinking", f"the creature sinks through the floor: its {what} goes "
                    f"{100 * float(depth.max()):.0f} % of its size below it, for {100 * share:.0f} % of the "
                    "clip", float(depth.max()))
+
+
+def measures(clip: ClipShape, limits: BrokenLimits = BrokenLimits()) -> dict[str, float | None]:
+    """The numbers the classes are decided by (body sizes, seconds): the largest joint excursion with the
+    body laid still, the body's top speed, the farthest point from it, the worst bone stretch, the share
+    of the time the feet are planted (legged clips) and the depth below the floor exceeded on
+    `sinking_share` of the frames: for benchmarks, to show how far a clip is from each bar."""
+    body = clip.body
+    planted = planted_share(clip) if clip.legged and clip.feet is not None and len(clip.feet) else None
+    return {"moves": float(excursions(laid_still(clip.positions)).max()) / clip.body_size,
+            "speed": float(np.linalg.norm(np.diff(body, axis=0), axis=-1).max()) * clip.fps / clip.body_size,
+            "reach": float(np.linalg.norm(clip.points - body[:, None], axis=-1).max()) / clip.body_size,
+            "stretch": bone_stretch(clip, limits)[0], "planted": planted,
+            "depth": float(np.percentile(depths(clip), 100 * (1 - limits.sinking_share)))}
 
 
 def classify(clip: ClipShape, limits: BrokenLimits = BrokenLimits()) -> list[Finding]:

@@ -6,9 +6,9 @@ with a GenerationError that says what was wrong. A walk (any legged gait) asked 
 cannot be found is refused before anything is made: with no legs there is nothing to plant.
 
 The clip is judged in the rig's canonical frame (body size 1, +Z up): its joints, its skin (a strided
-share of the vertices, skinned here) where the rig has one, the floor where the rig stands at rest, and
-the joints that plant (each leg's, from rig_roles.py; the rest pose's foot candidates where the legs
-are not found).
+share of the vertices, skinned here) where the rig has one, the floor where the rig stands at rest (none
+for a swim or a flight: nothing to sink through), and the joints that plant (each leg's, from
+rig_roles.py; the rest pose's foot candidates where the legs are not found).
 
 numpy only.
 """
@@ -35,6 +35,7 @@ from .rig_roles import RoleError, detect_roles, planting_joints
 LEGGED_GAITS = frozenset({"walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk",
                           "run", "tripod"})
 STANDING = frozenset({"idle"})  # what a prompt may ask that hardly moves
+AFLOAT = frozenset({"swim", "fly", "glide"})  # what moves free of the floor: nothing to sink through
 SKIN_POINTS = 200  # vertices of the skin the guard deforms (evenly spread): the floor and the reach
 
 
@@ -43,6 +44,13 @@ def asks_for_legs(prompt: str | None) -> bool:
     if not prompt:
         return False
     return any(part.action in LEGGED_GAITS for part in describe_clip_name(prompt, "", "").parts())
+
+
+def asks_to_leave_the_floor(prompt: str | None) -> bool:
+    """Whether a prompt asks for a swim or a flight in any of its parts: the clip has no floor to keep."""
+    if not prompt:
+        return False
+    return any(part.action in AFLOAT for part in describe_clip_name(prompt, "", "").parts())
 
 
 def asks_to_stand(prompt: str | None) -> bool:
@@ -61,6 +69,7 @@ class ClipGuard:
     mesh: SkinnedMesh | None  # its skin in armature space
     legged: bool  # the prompt asks for legged locomotion
     still: bool  # the prompt asks only to stand still (an idle)
+    afloat: bool  # the prompt asks for a swim or a flight: no floor to sink through
     feet: np.ndarray  # the joints that plant
     limits: BrokenLimits = BrokenLimits()
 
@@ -77,7 +86,7 @@ class ClipGuard:
                 raise GenerationError(f"No clip was made for '{prompt}'. {exc} A walk needs legs whose feet "
                                       "reach the floor at rest.") from None
             feet = np.asarray(canon.feet, dtype=np.int64)
-        return cls(canon, rig, mesh, legged, asks_to_stand(prompt), feet)
+        return cls(canon, rig, mesh, legged, asks_to_stand(prompt), asks_to_leave_the_floor(prompt), feet)
 
     def shape(self, motion: Motion) -> ClipShape:
         """The clip as eval/broken.py reads it, in the canonical frame."""
@@ -98,8 +107,9 @@ class ClipGuard:
         feet[..., 2] += floor - rest[self.feet, 2][:, None]  # each foot's floor where it stands at rest
         moved = motion.translations
         free = () if moved is None else tuple(int(j) for j in np.flatnonzero(np.abs(moved).max(axis=(0, 2))))
-        return ClipShape(positions, self.rig.parents, motion.fps, floor=floor, feet=feet, legged=self.legged,
-                         vertices=vertices, still=self.still, free=free, names=tuple(self.rig.names))
+        return ClipShape(positions, self.rig.parents, motion.fps, floor=None if self.afloat else floor,
+                         feet=feet, legged=self.legged, vertices=vertices, still=self.still, free=free,
+                         names=tuple(self.rig.names))
 
     def findings(self, motion: Motion) -> list[Finding]:
         """What is broken about a motion on the rig (empty: nothing)."""
@@ -118,19 +128,29 @@ class ClipGuard:
         if not broken:
             return made
         remade = other() if other is not None else None
+        again: dict[int, list[Finding]] = {}  # what is broken about the other way's variants
         for k in sorted(broken):
             if remade is None or k >= len(remade):
                 break
-            if not self.findings(remade[k].motion):
+            again[k] = self.findings(remade[k].motion)
+            if not again[k]:
                 remade[k].report["guard"] = f"{way}: {describe(broken[k])} Made {other_way} instead."
                 made[k] = remade[k]
                 del broken[k]
         if broken:
             k = min(broken)
-            tried = f"made {way}" + ("" if remade is None else f" and {other_way}")
-            raise GenerationError(f"No clip was written: the variant {k + 1} {tried} is broken. "
+            said = f"Made {way}: {_first_lower(describe(broken[k]))}"
+            if k in again:
+                said += f" Made {other_way}: {_first_lower(describe(again[k]))}"
+            raise GenerationError(f"No clip was written: every way to make variant {k + 1} gave a broken "
+                                  f"clip. {said}" if k in again else
+                                  f"No clip was written: the variant {k + 1} made {way} is broken. "
                                   f"{describe(broken[k])}")
         return made
+
+
+def _first_lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def without_extras(request: GenerateRequest) -> GenerateRequest | None:

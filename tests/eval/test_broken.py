@@ -22,6 +22,7 @@ from kirin.kirin_addon.eval.broken import (
     floating,
     frozen,
     laid_still,
+    measures,
     rest_posed,
     sinking,
     spread_angles,
@@ -179,6 +180,18 @@ def test_a_body_through_the_floor_sinks_and_a_toe_dipping_at_push_off_does_not(d
     dips[::15, 2] = -0.05 * size  # a frame in fifteen: 7 % of the clip
     assert sinking(clip_of(dog, moved(motion, dips), skin=True)) is None
     assert sinking(clip_of(dog, moved(motion, [0.0, 0.0, -0.05 * size]))) is not None  # joints alone
+    # A swim or a flight has no floor: the same clip, said to have none, does not sink.
+    assert sinking(clip_of(dog, moved(motion, [0.0, 0.0, -0.05 * size]), skin=True, floor=None)) is None
+
+
+def test_measures_are_the_numbers_behind_the_classes(dog):
+    motion = walk(dog)
+    sound = measures(clip_of(dog, motion, skin=True))
+    assert sound["moves"] > 0.05 and 0 < sound["speed"] < 5 and sound["reach"] < 1 and sound["stretch"] < 1e-6
+    assert 0.3 < sound["planted"] < 0.8 and sound["depth"] < 0.02
+    lowered = measures(clip_of(dog, moved(motion, [0.0, 0.0, -0.05 * dog.rig.body_size]), skin=True))
+    assert 0.04 < lowered["depth"] < 0.07
+    assert measures(clip_of(dog, motion, legged=False))["planted"] is None
 
 
 def test_every_class_is_found_and_described(biped):

@@ -13,7 +13,7 @@ from kirin.kirin_addon.core.motion import Motion
 from kirin.kirin_addon.core.rig import RigBuilder
 from kirin.kirin_addon.generate import pipeline as pipeline_module
 from kirin.kirin_addon.generate.features import motion_features
-from kirin.kirin_addon.generate.guard import asks_for_legs, asks_to_stand
+from kirin.kirin_addon.generate.guard import ClipGuard, asks_for_legs, asks_to_leave_the_floor, asks_to_stand
 from kirin.kirin_addon.generate.network import GenerationError, SampleRequest
 from kirin.kirin_addon.generate.pipeline import NEEDS_NETWORK, GeneratePipeline
 from kirin.kirin_addon.generate.request import GenerateRequest
@@ -81,6 +81,18 @@ def test_prompts_that_ask_for_legs_and_for_standing_still():
     for prompt in ("a bird flying forward", "a fish swimming forward", "a dog sits down", "a jump", "", None):
         assert not asks_for_legs(prompt), prompt
     assert asks_to_stand("a dog standing idle") and not asks_to_stand("a dog walks, then idles")
+    assert asks_to_leave_the_floor("a koi swimming forward") and asks_to_leave_the_floor("a bat flying")
+    assert not asks_to_leave_the_floor("a dog walks, then sits")
+
+
+def test_a_swim_or_a_flight_has_no_floor_to_sink_through(dog):
+    prepared = GeneratePipeline(None).prepare(dog.rig, dog.mesh)
+    low = Motion.rest(dog.rig, 30, 30.0)
+    low = Motion(30.0, low.root_positions - [0.0, 0.0, 0.1 * dog.rig.body_size], low.rotations)
+    walking = ClipGuard.for_request(prepared.canon, prepared.rig, prepared.mesh, "a dog walking")
+    swimming = ClipGuard.for_request(prepared.canon, prepared.rig, prepared.mesh, "a dog swimming")
+    assert "sinking" in [f.kind for f in walking.findings(low)]
+    assert "sinking" not in [f.kind for f in swimming.findings(low)]
 
 
 def test_a_walk_asked_of_a_rig_without_legs_is_refused_before_anything_is_made():
@@ -146,3 +158,9 @@ def test_a_broken_constructed_clip_is_made_by_the_network_or_refused(dog, monkey
         alone.run(alone.prepare(dog.rig, dog.mesh), GenerateRequest("a dog trotting", frames=40).check())
     assert "made by construction is broken" in str(refused.value) and "froze" in str(refused.value)
     assert NEEDS_NETWORK not in str(refused.value)
+    both = GeneratePipeline(network_of(dog, moving=False))  # the network's clip froze as well
+    with pytest.raises(GenerationError) as refused:
+        both.run(both.prepare(dog.rig, dog.mesh), GenerateRequest("a dog trotting", frames=40).check())
+    text = str(refused.value)
+    assert text.startswith("No clip was written: every way to make variant 1 gave a broken clip.")
+    assert "Made by construction: the clip froze" in text and "Made by the network: the clip froze" in text
