@@ -26,7 +26,8 @@ thresholds are in body sizes and seconds, so a ×100 armature or a 24 fps clip r
 - **rest-posed** (`rest_posed`, the benchmark's: it needs the rig's own clips): arms or wings held out
   sideways — their lateral elevation, the angle between the limb and the body's mid-plane — where the
   rig's own clips never hold them, by more than `rest_margin` (20°): a T-posed knight walking with its
-  arms out, a bird walking with its wings spread.
+  arms out, a bird walking with its wings spread (the message says when the limb is held as the rest
+  pose holds it).
 
 numpy only.
 """
@@ -307,20 +308,24 @@ def spread_angles(positions: np.ndarray, pair: LimbPair) -> np.ndarray:
 
 
 def rest_posed(generated: np.ndarray, authored: np.ndarray, what: str = "arms",
-               limits: BrokenLimits = BrokenLimits()) -> Finding | None:
+               rest: np.ndarray | None = None, limits: BrokenLimits = BrokenLimits()) -> Finding | None:
     """A clip whose limbs (spread_angles, (T,2)) are held, for most of it, outside the range the rig's
     own clips hold them in (`authored`: their frames' angles, (N,2); its 2nd–98th percentiles) by more
-    than `limits.rest_margin` degrees."""
+    than `limits.rest_margin` degrees. `rest` (2,): the rest pose's angles, where known: the message
+    says when the limb is held as the rest pose holds it (within `limits.rest_margin` / 2)."""
     generated, authored = np.asarray(generated, np.float64), np.asarray(authored, np.float64)
     if not len(generated) or not len(authored):
         return None
     low, high = np.percentile(authored, 2, axis=0), np.percentile(authored, 98, axis=0)
     held = np.median(generated, axis=0)
     for k, side in enumerate(("left", "right")):
-        if held[k] > high[k] + limits.rest_margin or held[k] < low[k] - limits.rest_margin:
-            return Finding("rest_posed", f"the {what} are held as the rest pose holds them: the {side} one "
-                           f"{held[k]:.0f}° out from the body, where the rig's own clips hold it "
-                           f"{low[k]:.0f}–{high[k]:.0f}°", float(held[k]))
+        if low[k] - limits.rest_margin <= held[k] <= high[k] + limits.rest_margin:
+            continue
+        as_rest = rest is not None and abs(held[k] - float(rest[k])) <= limits.rest_margin / 2
+        how = " (as the rest pose holds it)" if as_rest else ""
+        return Finding("rest_posed", f"the {what} are held where the rig's own clips never hold them: the "
+                       f"{side} one {held[k]:.0f}° out from the body{how}, where its own clips hold it "
+                       f"{low[k]:.0f}–{high[k]:.0f}°", float(held[k]))
     return None
 
 

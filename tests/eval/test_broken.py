@@ -221,8 +221,11 @@ def test_spread_angles_read_hanging_and_t_posed_arms():
     a_pose = spread_angles(arms([0.6, 0, 1.0], [-0.6, 0, 1.0]), pair)
     assert np.all(hanging < 6) and np.allclose(t_pose, 90) and np.allclose(a_pose, 45)
     assert np.allclose(spread_angles(arms([0.2, 0.6, 1.4], [-0.2, 0.6, 1.4]), pair), 0)  # folded back
-    found = rest_posed(t_pose, np.concatenate([hanging, a_pose * 0.5]), "arms")
+    found = rest_posed(t_pose, np.concatenate([hanging, a_pose * 0.5]), "arms", rest=t_pose[0])
     assert found is not None and found.kind == "rest_posed" and "90° out" in found.message
+    assert "(as the rest pose holds it)" in found.message and "own clips hold it 5–22°" in found.message
+    found = rest_posed(t_pose, np.concatenate([hanging, a_pose * 0.5]), "arms", rest=hanging[0])
+    assert found is not None and "rest pose" not in found.message  # held out, but not as the rest holds it
     assert rest_posed(hanging, np.concatenate([hanging, a_pose]), "arms") is None
     assert rest_posed(t_pose, t_pose, "wings") is None  # the rig's own clips spread them too
 
