@@ -24,7 +24,7 @@ from kirin.kirin_addon.core.canonical import Y_UP_TO_Z_UP, CanonicalFrame, canon
 from kirin.kirin_addon.core.motion import forward_kinematics
 from kirin.kirin_addon.core.rig import Rig
 from kirin.kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning
-from kirin.kirin_addon.eval.gait import FootTrack, GaitInput, measure_gait
+from kirin.kirin_addon.eval.gait import ContactRules, FootTrack, GaitInput, measure_gait
 from kirin.kirin_addon.generate.pipeline import GeneratePipeline
 from kirin.kirin_addon.generate.request import GenerateRequest
 from kirin.kirin_addon.io.gltf import load_gltf
@@ -41,6 +41,10 @@ BODY_VERTICES = 1500
 RELATIVE = 0.10
 COUPLING = 0.10
 STATS = ("duty", "frequency_hz", "contralateral", "travel_speed")
+# 96 frames hold 1.5 strides (the measure's default least) only of walks above 0.47 Hz: a slow man's walk
+# (0.48 Hz) would have its frequency on some mutants and none on others. One stride (two touchdowns) is
+# enough to compare a rig with itself.
+RULES = ContactRules(min_cycles=1.0)
 
 # (file under ../shared/assets, the creature the prompt names): rigs of every glTF source with a skinned
 # mesh the engine's reader decodes (quaternius_monsters' files are Draco-compressed: not among them), two
@@ -173,7 +177,7 @@ def measure(mutant: Mutant, probe: Probe | None, creature: str) -> Outcome:
     described = zip(probe.soles, probe.sides, probe.ends, strict=True)
     feet = tuple(FootTrack(f"foot{k}", side, end, mean_of(sole))
                  for k, (sole, side, end) in enumerate(described))
-    gait = measure_gait(GaitInput(motion.fps, feet, mean_of(probe.body), 1.0))
+    gait = measure_gait(GaitInput(motion.fps, feet, mean_of(probe.body), 1.0), RULES)
     return Outcome({name: getattr(gait, name) for name in STATS})
 
 

@@ -52,6 +52,7 @@ class Anatomy:
     feet: list[int]  # per leg, the user joint that plants (a foot control where the leg has one)
     toes: list[int]
     arms: list[list[int]]
+    axial: dict[str, list[int]]  # "spine", "neck", "head", "tail": user joints
     wings: bool  # the arms are wings (a bird): folded rather than lowered
     forward: np.ndarray  # (3,) armature axes
     up: np.ndarray
@@ -69,7 +70,7 @@ def anatomy(rig: Rig) -> Anatomy:
     try:
         roles = detect_roles(canon.rig)
     except RoleError:
-        return Anatomy([], [], [], [], False, forward, up, left, size, False)
+        return Anatomy([], [], [], [], {}, False, forward, up, left, size, False)
     count = roles.joint_count
     legs = []
     for leg, planted in zip(roles.legs, planting_joints(roles), strict=True):
@@ -79,8 +80,11 @@ def anatomy(rig: Rig) -> Anatomy:
     toes = [leg.toe for leg in roles.legs if 0 <= leg.toe < count]
     arms = [[j for j in arm if j < count] for arm in roles.arms]
     names = " ".join(rig.names[j] for arm in arms for j in arm).lower()
-    return Anatomy([(c, s, p) for c, s, p, _ in legs], [f for *_, f in legs], toes, arms, "wing" in names,
-                   forward, up, left, size, True)
+    axial = {"spine": [roles.pelvis, *roles.spine], "neck": list(roles.neck),
+             "head": [roles.head] if roles.head >= 0 else [], "tail": list(roles.tail)}
+    axial = {part: [j for j in joints if j < count] for part, joints in axial.items()}
+    return Anatomy([(c, s, p) for c, s, p, _ in legs], [f for *_, f in legs], toes, arms, axial,
+                   "wing" in names, forward, up, left, size, True)
 
 
 # ----------------------------------------------------------------------------- editing helpers
@@ -161,14 +165,22 @@ def _about(axis: np.ndarray, degrees: float) -> np.ndarray:
 def _semantic(rig: Rig, body: Anatomy) -> dict[int, tuple[str, int]]:
     """joint → (semantic part, side +1/−1/0) for the joints whose role the original's roles give."""
     out: dict[int, tuple[str, int]] = {}
-    for chain, side, end in body.legs:
+    for part, joints in body.axial.items():
+        for k, joint in enumerate(joints):
+            if part == "spine":  # the pelvis, then the spine
+                out[joint] = ("hips", 0) if k == 0 else ("spine" + (str(k - 1) if k > 1 else ""), 0)
+            else:
+                out[joint] = (part if part == "head" else f"{part}{k}" if k else part, 0)
+    for (chain, side, end), planted in zip(body.legs, body.feet, strict=True):
         front = end == "front" and len(body.legs) >= 4
         parts = ("clavicle", "upperarm", "forearm", "hand") if front else ("hip", "thigh", "shin", "foot")
         if end == "middle":
             parts = ("coxa", "femur", "tibia", "tarsus")
+        if planted not in chain:  # the foot is a control beside the leg: the chain stops at the shin
+            out[planted] = (parts[-1], side)
+            parts = parts[:-1]
         for k, joint in enumerate(chain[::-1]):
-            part = parts[max(len(parts) - 1 - k, 0)] + ("" if k < len(parts) else str(k))
-            out[joint] = (part, side)
+            out[joint] = (parts[max(len(parts) - 1 - k, 0)] + ("" if k < len(parts) else str(k)), side)
     for toe in body.toes:
         parent = int(rig.parents[toe])
         side = out.get(parent, ("", 0))[1]
@@ -176,8 +188,8 @@ def _semantic(rig: Rig, body: Anatomy) -> dict[int, tuple[str, int]]:
     for arm in body.arms:
         side = 1 if float(rig.heads[arm[-1]] @ body.left) > float(rig.heads[arm[0]] @ body.left) else -1
         for k, joint in enumerate(arm[::-1]):
-            part = ("hand", "forearm", "upperarm", "clavicle")[min(k, 3)]
-            out[joint] = (part + ("" if k < 4 else str(k)), side)
+            out[joint] = (("hand", "forearm", "upperarm", "clavicle")[min(k, 3)] + ("" if k < 4 else str(k)),
+                          side)
     return out
 
 
@@ -186,19 +198,21 @@ def _geometric_side(rig: Rig, body: Anatomy, joint: int) -> int:
     return 1 if lateral > 0.02 else -1 if lateral < -0.02 else 0
 
 
-MIXAMO = {"hip": "HipTwist", "thigh": "UpLeg", "shin": "Leg", "foot": "Foot", "toe": "ToeBase",
-          "clavicle": "Shoulder", "upperarm": "Arm", "forearm": "ForeArm", "hand": "Hand",
-          "finger": "HandIndex1",
-          "coxa": "LegCoxa", "femur": "LegFemur", "tibia": "LegTibia", "tarsus": "LegTarsus"}
-RIGIFY = {"hip": "pelvis", "thigh": "thigh", "shin": "shin", "foot": "foot", "toe": "toe",
-          "clavicle": "shoulder", "upperarm": "upper_arm", "forearm": "forearm", "hand": "hand",
-          "finger": "f_index.01", "coxa": "coxa", "femur": "femur", "tibia": "tibia", "tarsus": "tarsus"}
-UNREAL = {"hip": "pelvis_twist", "thigh": "thigh", "shin": "calf", "foot": "foot", "toe": "ball",
-          "clavicle": "clavicle", "upperarm": "upperarm", "forearm": "lowerarm", "hand": "hand",
-          "finger": "index_01", "coxa": "coxa", "femur": "femur", "tibia": "tibia", "tarsus": "tarsus"}
-GODOT = {"hip": "HipTwist", "thigh": "UpperLeg", "shin": "LowerLeg", "foot": "Foot", "toe": "Toes",
-         "clavicle": "Shoulder", "upperarm": "UpperArm", "forearm": "LowerArm", "hand": "Hand",
-         "finger": "IndexProximal", "coxa": "Coxa", "femur": "Femur", "tibia": "Tibia", "tarsus": "Tarsus"}
+# Each style's word for a part (the part's own name where a style has none).
+_PARTS = ("hips", "spine", "neck", "head", "hip", "thigh", "shin", "foot", "toe", "clavicle", "upperarm",
+          "forearm", "hand", "finger", "coxa", "femur", "tibia", "tarsus")
+MIXAMO = dict(zip(_PARTS, ("Hips", "Spine", "Neck", "Head", "HipTwist", "UpLeg", "Leg", "Foot", "ToeBase",
+                           "Shoulder", "Arm", "ForeArm", "Hand", "HandIndex1", "LegCoxa", "LegFemur",
+                           "LegTibia", "LegTarsus"), strict=True))
+RIGIFY = dict(zip(_PARTS, ("spine", "spine", "spine.004", "spine.006", "pelvis", "thigh", "shin", "foot",
+                           "toe", "shoulder", "upper_arm", "forearm", "hand", "f_index.01", "coxa", "femur",
+                           "tibia", "tarsus"), strict=True))
+UNREAL = dict(zip(_PARTS, ("pelvis", "spine", "neck", "head", "pelvis_twist", "thigh", "calf", "foot",
+                           "ball", "clavicle", "upperarm", "lowerarm", "hand", "index_01", "coxa", "femur",
+                           "tibia", "tarsus"), strict=True))
+GODOT = dict(zip(_PARTS, ("Hips", "Spine", "Neck", "Head", "HipTwist", "UpperLeg", "LowerLeg", "Foot",
+                          "Toes", "Shoulder", "UpperArm", "LowerArm", "Hand", "IndexProximal", "Coxa",
+                          "Femur", "Tibia", "Tarsus"), strict=True))
 
 
 def _styled(style: str, part: str, side: int, serial: int) -> str:
@@ -224,21 +238,23 @@ def _styled(style: str, part: str, side: int, serial: int) -> str:
 
 
 def _axial(rig: Rig, body: Anatomy, named: dict[int, tuple[str, int]]) -> dict[int, tuple[str, int]]:
-    """The other joints: root, hips, spine, neck, head, tail or 'extra' parts, by depth and place."""
+    """The other joints: the root, controls, and parts named after the part they hang from ("toe" below
+    a foot, "finger" below a hand, "ear"-like extras below a head …)."""
     out = dict(named)
     for j in rig.topological_order:
         j = int(j)
         if j in out:
             continue
         side = _geometric_side(rig, body, j)
-        if not rig.deform[j]:
+        parent = int(rig.parents[j])
+        above = out.get(parent, ("", 0))[0].rstrip("0123456789")
+        if parent < 0:
+            part = "root" if j == rig.main_root else "ctrl"
+        elif not rig.deform[j] and not rig.deform[parent]:
             part = "ctrl"
-        elif rig.parents[j] < 0:
-            part = "hips"
-        elif side == 0 and out.get(int(rig.parents[j]), ("",))[0].startswith(("hips", "spine")):
-            part = "spine"
         else:
-            part = "extra"
+            part = {"foot": "toe", "toe": "toe", "hand": "finger", "finger": "finger", "head": "ear",
+                    "tail": "tail", "ear": "ear"}.get(above, "extra")
         out[j] = (part, side)
     return out
 
@@ -269,13 +285,14 @@ def renamed(rig: Rig, mesh: SkinnedMesh, body: Anatomy, style: str) -> Mutant:
 
 
 def _rigify_copies(rig: Rig, body: Anatomy) -> Rig:
-    """Rigify's generated bones beside the deforming ones: an ORG- copy of every DEF- bone (its own
-    hierarchy, under a non-deforming root) and MCH- IK copies of the legs' bones (under the ORG- girdle)."""
+    """Rigify's generated bones beside the deforming ones, all under a non-deforming `root` on the floor
+    (the rig's own root hangs from it): an ORG- copy of every DEF- bone (its own hierarchy) and MCH- IK
+    copies of the legs' bones (under the ORG- girdle)."""
     count = rig.joint_count
-    bones = [("root", -1, rig.heads[rig.main_root] - body.up * float(rig.heads[rig.main_root] @ body.up),
-              rig.heads[rig.main_root] - body.up * float(rig.heads[rig.main_root] @ body.up)
-              - body.forward * 0.2 * body.size)]
-    copy_of = {}
+    root = rig.heads[rig.main_root]
+    floor = root - body.up * float(root @ body.up - (rig.heads @ body.up).min())
+    bones = [("root", -1, floor, floor - body.forward * 0.2 * body.size)]
+    copy_of: dict[int, int] = {}
     for j in rig.topological_order:
         j = int(j)
         if not rig.deform[j]:
@@ -292,7 +309,9 @@ def _rigify_copies(rig: Rig, body: Anatomy) -> Rig:
             name = rig.names[j].replace("DEF-", "MCH-").replace(".", "_ik.", 1)
             bones.append((name, parent, rig.heads[j], rig.tails[j]))
             parent = count + len(bones) - 1
-    return add_bones(rig, bones)
+    out = add_bones(rig, bones)
+    out.parents[[r for r in rig.roots]] = count  # the rig's roots hang from `root`
+    return _rig(out)
 
 
 # ----------------------------------------------------------------------------- the mutations
@@ -390,10 +409,10 @@ def prop_added(rig: Rig, body: Anatomy) -> Mutant | None:
         hand = body.arms[0][-1]
         direction = body.forward - 0.5 * body.up
     else:
-        fronts = [chain for chain, _, end in body.legs if end == "front"]
+        fronts = [foot for foot, (_, _, end) in zip(body.feet, body.legs, strict=True) if end == "front"]
         if not fronts:
             return None
-        hand = fronts[0][-1]
+        hand = fronts[0]
         direction = body.forward + 0.25 * body.up
     direction = direction / np.linalg.norm(direction)
     head = rig.heads[hand]

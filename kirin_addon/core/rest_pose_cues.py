@@ -29,6 +29,7 @@ AXES = [_signed_axis(index) for index in range(6)]
 _CONTACT = 0.03  # body sizes: a joint this close to the lowest plane touches the ground
 _REACH = 0.08  # body sizes: legs touch fully up to _CONTACT above the floor, not at all from here
 _THIN = 0.08  # body sizes: a rig flatter than this along an axis is trivially symmetric across it
+_ON_BODY = 0.05  # body sizes: a control this close to a bone of the body lies on the body
 _CONTROL_NAME = re.compile(r"pole|target", re.IGNORECASE)  # IK pole / aim targets float off the body
 _WORDS = {
     "face": ("jaw", "mouth", "nose", "nostril", "snout", "muzzle", "beak", "tongue", "teeth", "tooth",
@@ -97,9 +98,66 @@ class _Body:
     order: np.ndarray  # (n,) rows, parents before children
 
 
+def control_joints(rig: Rig) -> np.ndarray:
+    """(J,) bool: bones outside the creature's body, read from what deforms, never from names: bones that
+    deform nothing, with no deforming bone below them, and that are not the end bone of a deforming
+    chain (a short leaf from its parent's tail, as exporters add) — IK and pole targets, props and
+    weapons, the ORG-/MCH- copies of a Rigify rig. All False where the rig says nothing of deforming
+    (every bone deforms, or none)."""
+    deform = np.asarray(rig.deform, dtype=bool)
+    control = np.zeros(rig.joint_count, dtype=bool)
+    if deform.all() or not deform.any():
+        return control
+    carries = deform.copy()
+    for j in rig.topological_order[::-1]:
+        if carries[j] and rig.parents[j] >= 0:
+            carries[rig.parents[j]] = True
+    size = max(rig.body_size, 1e-12)
+    lengths = rig.lengths
+    for j in rig.topological_order:
+        parent = int(rig.parents[j])
+        if carries[j]:
+            continue
+        # What is left may be an end bone: from the tail of a deforming bone (or of an end bone, which
+        # carries nothing either), no longer than it. A bone hanging from a non-deforming bone of the body
+        # (a pole target under a root `Body`) is a control.
+        if parent < 0 or control[parent] or (carries[parent] and not deform[parent]):
+            control[j] = True
+            continue
+        gap = float(np.linalg.norm(rig.heads[j] - rig.tails[parent]))
+        from_tail = gap <= 0.25 * lengths[parent] + 1e-3 * size
+        control[j] = not (from_tail and lengths[j] <= max(lengths[parent], 0.05 * size))
+    return control
+
+
+def _off_the_body(rig: Rig, control: np.ndarray) -> np.ndarray:
+    """(J,) the controls that lie off the body: head or tail further than _ON_BODY from every bone of
+    the body (pole targets in front of the knees, a sword's blade). A control on the body (a foot's IK
+    target at the ankle, a Rigify ORG- copy of a bone) shows where the body is as well as its bone."""
+    body = np.flatnonzero(~control)
+    if not control.any() or body.size == 0:
+        return control
+    start, end = rig.heads[body], rig.tails[body]
+    axis = end - start
+    length2 = np.maximum(np.sum(axis**2, axis=1), 1e-18)
+    off = np.zeros_like(control)
+    limit = _ON_BODY * max(rig.body_size, 1e-12)
+    for j in np.flatnonzero(control):
+        for point in (rig.heads[j], rig.tails[j]):
+            t = np.clip(np.sum((point - start) * axis, axis=1) / length2, 0.0, 1.0)
+            gap = np.linalg.norm(start + t[:, None] * axis - point, axis=1).min()
+            off[j] |= bool(gap > limit)
+    return off
+
+
 def body_joints(rig: Rig) -> np.ndarray:
-    """All joints but IK pole targets and aim targets, which riggers park far off the body."""
-    keep = np.array([not _CONTROL_NAME.search(n) for n in rig.names])
+    """All joints but the controls that lie off the body (`control_joints`) and, by name, IK pole and
+    aim targets, which riggers park far off the body."""
+    off = _off_the_body(rig, control_joints(rig))
+    # A hint the other way: a control named as a leg's IK target or a foot marks where a foot stands
+    # (the spider's `Leg1IK.L` on the floor, under a leg whose tip the file does not give).
+    off &= np.array([not (_name_info(n)[0]["leg_ik"] or _name_info(n)[0]["foot"]) for n in rig.names])
+    keep = ~off & np.array([not _CONTROL_NAME.search(n) for n in rig.names])
     return np.flatnonzero(keep) if keep.sum() >= 2 else np.arange(rig.joint_count)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.creature import CENTRE, LEFT, RIGHT
+from ..core.rest_pose_cues import control_joints
 from ..core.rig import Rig, side_of
 
 # A chain end counts as on the ground when its lowest point is this close to the floor (body sizes).
@@ -147,23 +148,34 @@ def _path(rig: Rig, top: int, bottom: int) -> list[int]:
 
 
 # ----------------------------------------------------------------------------- the body and its followers
-def _body_top(rig: Rig) -> int:
+def _body_top(rig: Rig, control: np.ndarray) -> int:
     """The joint whose subtree is the body. Below a root that carries foot controls and pole targets
     beside the body (Quaternius' floor-level `Bone`, `Root`), the body is its biggest child; a root
-    that legs hang down from is the body's own top."""
-    top = rig.main_root
+    that legs hang down from is the body's own top. Controls (`control_joints`: IK targets, props, a
+    Rigify rig's ORG- copies) count for nothing: neither as size nor as legs hanging down."""
+    body = ~control
+    sizes = body.astype(np.int64)  # body joints in each joint's subtree
+    for j in rig.topological_order[::-1]:
+        if rig.parents[j] >= 0:
+            sizes[rig.parents[j]] += sizes[j]
+    top = int(rig.roots[int(np.argmax(sizes[rig.roots]))])
     while rig.children[top]:
-        kids = rig.children[top]
-        biggest = int(kids[int(np.argmax([rig.descendant_count[k] for k in kids]))])
-        others = [int(k) for k in kids if k != biggest]
-        if not others or any(_lowest(rig, k) < rig.heads[top, 2] - SAME_POINT for k in others):
+        kids = [int(k) for k in rig.children[top] if sizes[k]]
+        if not kids:
+            return top
+        biggest = kids[int(np.argmax(sizes[kids]))]
+        others = [k for k in kids if k != biggest]
+        if not others and not rig.deform[top] and rig.deform.any():
+            top = biggest  # a bare transform above the rig's own root (Rigify's `root`)
+            continue
+        if not others or any(_lowest(rig, k, body) < rig.heads[top, 2] - SAME_POINT for k in others):
             return top
         top = biggest
     return top
 
 
-def _lowest(rig: Rig, top: int) -> float:
-    inside = rig.subtree(top)
+def _lowest(rig: Rig, top: int, body: np.ndarray) -> float:
+    inside = rig.subtree(top) & body
     return float(min(rig.heads[inside, 2].min(), rig.tails[inside, 2].min()))
 
 
@@ -194,11 +206,14 @@ def _followers(rig: Rig, body_top: int, body: np.ndarray) -> tuple[dict[int, int
     heads = rig.heads
     above = set(_ancestors(rig, body_top))
     body_joints = np.flatnonzero(body)
-    leaves = {int(j) for j in body_joints if not rig.children[j]}
+    leaves = {int(j) for j in body_joints if not any(body[c] for c in rig.children[j])}
     followers: dict[int, int] = {}
     tips: Tips = []
+    # The top of every branch outside the body: under a root, beside the body, or hanging inside it (a
+    # prop in a hand, a pole target under the body's root bone).
     tops = [j for j in range(rig.joint_count)
-            if not body[j] and j not in above and (rig.parents[j] < 0 or int(rig.parents[j]) in above)]
+            if not body[j] and j not in above
+            and (rig.parents[j] < 0 or int(rig.parents[j]) in above or body[int(rig.parents[j])])]
     for top in tops:
         distance = np.linalg.norm(heads[body_joints] - heads[top], axis=1)
         nearest = int(body_joints[int(np.argmin(distance))])
@@ -219,8 +234,8 @@ def _followers(rig: Rig, body_top: int, body: np.ndarray) -> tuple[dict[int, int
 
 
 # ----------------------------------------------------------------------------- legs
-def _floor(rig: Rig) -> float:
-    return float(min(rig.heads[:, 2].min(), rig.tails[:, 2].min()))
+def _floor(rig: Rig, body: np.ndarray) -> float:
+    return float(min(rig.heads[body, 2].min(), rig.tails[body, 2].min()))
 
 
 def _one_foot(rig: Rig, leaves: list[int]) -> bool:
@@ -248,9 +263,9 @@ def _leg_tops(rig: Rig, top: int, floor_leaves: set[int]) -> list[tuple[int, lis
 
 def _leg_roles(rig: Rig, body: np.ndarray, body_top: int) -> list[LegRole]:
     """Leg chains: limbs of the body that drop to the ground."""
-    floor = _floor(rig)
+    floor = _floor(rig, body)
     heads, tails = rig.heads, rig.tails
-    floor_leaves = {int(j) for j in np.flatnonzero(body) if not rig.children[j]
+    floor_leaves = {int(j) for j in np.flatnonzero(body) if not any(body[c] for c in rig.children[j])
                     and min(heads[j, 2], tails[j, 2]) - floor <= GROUND}
     legs = []
     for top, leaves in _leg_tops(rig, body_top, floor_leaves):
@@ -371,8 +386,9 @@ def _body_of_girdle(rig: Rig, pelvis: int, body: np.ndarray, legs: list[LegRole]
 
 def detect_roles(rig: Rig) -> RigRoles:
     """The roles of a rig in the canonical frame; RoleError when it has no legs to walk on."""
-    body_top = _body_top(rig)
-    body = rig.subtree(body_top)
+    control = control_joints(rig)
+    body_top = _body_top(rig, control)
+    body = rig.subtree(body_top) & ~control
     followers, tips = _followers(rig, body_top, body)
     work = _with_tips(rig, tips)
     body = np.concatenate([body, np.ones(len(tips), dtype=bool)])
@@ -386,7 +402,7 @@ def detect_roles(rig: Rig) -> RigRoles:
     front = sorted(legs, key=lambda leg: work.heads[leg.foot, 1])[:2]
     pelvis = _common_ancestor(work, [leg.chain[0] for leg in (hind if family != "biped" else legs)])
     pelvis = _body_of_girdle(work, pelvis, body, legs)
-    taken = np.zeros(work.joint_count, dtype=bool)
+    taken = ~body  # what is outside the body (controls, props) is no spine, arm or tail either
     for leg in legs:
         taken[list(leg.chain)] = True
         for j in leg.chain:

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.rest_pose_cues import control_joints
 from .rig_roles import RigRoles
 
 FEATURES = (
-    "joints",  # log of the user's joint count
+    "joints",  # log of the user's joint count, controls left out (IK and pole targets, props, ORG- copies)
     "leg_joints",  # joints per leg, girdle to foot
     "leg_length",  # a leg's length along its bones (body sizes)
     "hip_height",  # the legs' tops above their ends (the feet), over the leg length
@@ -52,8 +53,10 @@ def rig_shape(roles: RigRoles) -> RigShape:
     head = roles.head if roles.head >= 0 else axial[-1]
     arms = [_chain_length(heads, arm) for arm in roles.arms]
     tail = [roles.pelvis, *roles.tail] if roles.tail else []
+    # Controls deform nothing and may be added or left out as the rigger likes: not the creature's build.
+    joints = roles.joint_count - int(np.count_nonzero(control_joints(roles.rig)[:roles.joint_count]))
     values = (
-        float(np.log(roles.joint_count)),
+        float(np.log(max(joints, 1))),
         float(np.mean([len(chain) for chain in legs])),
         leg,
         hips / leg,
