@@ -1,10 +1,11 @@
 """A production-sized rig for issue 31's "any size": a built creature with what artists' rigs carry
 beyond the body — five three-bone fingers on each hand, leaf twist bones on the arms and legs (as
 Unreal's mannequin has them), a face (brows, lids, lips, cheeks, a tongue…: leaf bones of the head and
-jaw, as Rigify's face rig) and, with `fill="tail"`, a long tail — up to `total` bones, every added
-bone skinned (its own little tube, or a share of the limb it twists). The body's bones keep their
-indices and roles; the added ones are listed in `creature.extras` ("fingers", "twist", "face",
-"long_tail")."""
+jaw, as Rigify's face rig) and, with `fill="tail"`, a long tail — up to `total` bones. A finger or
+a tail bone has its own tube of skin, a twist bone half the skin of its third of the limb, a face bone
+half the skin of the head's vertices nearest it (a low-poly head leaves most face bones without any,
+as helper bones are). The body's bones keep their indices and roles; the added ones are listed in
+`creature.extras` ("fingers", "twist", "face", "long_tail")."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class _Bones:
         self.heads, self.tails = list(rig.heads), list(rig.tails)
         self.tubes: list[Tube] = []
         self.twists: list[tuple[int, int, float, float]] = []  # (twist bone, segment, from, to)
+        self.faces: tuple[list[int], list[int], float] = ([], [], 0.0)  # face bones, their skull, its radius
         self.size = rig.body_size
 
     def add(self, name: str, parent: int, head, tail, radius: float | None = None) -> int:
@@ -103,8 +105,9 @@ def _twists(b: _Bones, creature: Creature) -> list[int]:
 
 
 def _face(b: _Bones, creature: Creature, count: int) -> list[int]:
-    """`count` leaf bones of the head (the jaw's below the mouth line), spread over the front of the
-    skull on a golden-angle spiral, each pointing out of the face."""
+    """`count` leaf bones of the head (the jaw's below the mouth line), spread just under the front of
+    the skull on a golden-angle spiral, each pointing out of the face; each takes half the skin of the
+    head's vertices nearest it (a face rig deforms the head's surface, it adds none)."""
     head = creature.head
     centre = 0.5 * (b.heads[head] + b.tails[head])
     radius = 0.45 * float(np.linalg.norm(b.tails[head] - b.heads[head]))
@@ -114,10 +117,10 @@ def _face(b: _Bones, creature: Creature, count: int) -> list[int]:
         angle = k * np.pi * (3.0 - np.sqrt(5.0))
         ring = np.sqrt(max(1.0 - z * z, 0.0))
         outward = _unit(np.array([ring * np.cos(angle), -abs(ring * np.sin(angle)) - 0.3, z]))
-        start = centre + radius * outward
+        start = centre + 0.8 * radius * outward
         parent = creature.jaw if creature.jaw >= 0 and z < -0.3 else head
-        out.append(b.add(f"Face{k + 1:03d}", parent, start, start + 0.25 * radius * outward,
-                         radius=0.05 * radius))
+        out.append(b.add(f"Face{k + 1:03d}", parent, start, start + 0.15 * radius * outward))
+    b.faces = (out, [head] + ([creature.jaw] if creature.jaw >= 0 else []), radius)
     return out
 
 
@@ -142,7 +145,7 @@ def _long_tail(b: _Bones, creature: Creature, count: int) -> list[int]:
 
 
 def _merged_mesh(creature: Creature, b: _Bones) -> SkinnedMesh:
-    """The creature's mesh with the twist bones' shares and the added tubes."""
+    """The creature's mesh with the twist and face bones' shares and the added tubes."""
     mesh = creature.mesh
     index, weight = mesh.joint_indices.copy(), mesh.joint_weights.copy()
     extra_i = np.zeros((mesh.vertex_count, 1), np.int64)
@@ -153,6 +156,16 @@ def _merged_mesh(creature: Creature, b: _Bones) -> SkinnedMesh:
         share = (mesh.vertices - head) @ axis / max(float(axis @ axis), 1e-12)
         owned = (index[:, 0] == segment) & (share >= start) & (share < stop) & (extra_w[:, 0] == 0)
         extra_i[owned, 0] = twist
+        extra_w[owned, 0] = 0.5 * weight[owned, 0]
+        weight[owned, 0] *= 0.5
+    faces, skull, radius = b.faces
+    if faces:
+        owned = np.flatnonzero(np.isin(index[:, 0], skull) & (extra_w[:, 0] == 0))
+        spots = np.array([b.heads[j] for j in faces])
+        distance = np.linalg.norm(mesh.vertices[owned, None] - spots[None], axis=-1)
+        near = distance.min(axis=1) < 0.5 * radius
+        owned, nearest = owned[near], np.asarray(faces)[distance[near].argmin(axis=1)]
+        extra_i[owned, 0] = nearest
         extra_w[owned, 0] = 0.5 * weight[owned, 0]
         weight[owned, 0] *= 0.5
     parts = [SkinnedMesh(mesh.vertices, mesh.triangles, np.concatenate([index, extra_i], 1),

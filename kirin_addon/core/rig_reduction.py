@@ -6,8 +6,10 @@ Which bones stay (`reduce_rig`): a rig that fits keeps every bone (the reduction
 nothing changes). A bigger one loses, one by one (mirror pairs together), the bone whose loss costs
 least, never the main root or a bone the caller names (the feet) or their ancestors:
 
-* a leaf — fingers, face, twist and helper bones, a tail's tip — costs twice its reach (the farthest
-  point of it and everything below it, in body sizes): what it holds would ride rigidly on its parent;
+* a leaf — fingers, face, twist and helper bones, a tail's tip — costs twice what riding rigidly on
+  its parent loses (in body sizes, the lesser of how far it and everything below it reach from its
+  own head and out of its parent bone): a face bone is short, a twist bone lies along its limb, a
+  finger is neither;
 * a bone with one child left, inside a chain — a split limb's second half, a long tail's vertebra —
   costs the length of the rigid piece its merging makes (the segment above it and its own, or the
   segment to its child where that is longer): the chain keeps
@@ -188,23 +190,27 @@ def reduce_rig(rig: Rig, limit: int = WORKING_JOINTS, keep: np.ndarray | list[in
     return RigReduction(rig, chosen, small, anchor)
 
 
-def _reach(rig: Rig) -> np.ndarray:
-    """(J,) body sizes from each bone's head to the farthest head or tail at or below it (never less
-    than any child's: a parent holds all its children hold)."""
-    reach = np.zeros(rig.joint_count)
-    points = np.stack([rig.heads, rig.tails], axis=1)  # (J,2,3)
+def _leaf_loss(rig: Rig) -> np.ndarray:
+    """(J,) body sizes: what riding rigidly on its parent loses of a bone and everything below it —
+    the lesser of their reach (the farthest head or tail from the bone's own head: a face bone's is
+    its own short length) and their overhang (the farthest from the parent's head–tail segment: a
+    twist bone lying along its limb overhangs nothing). A finger has both, the jaw more."""
     inside = np.eye(rig.joint_count, dtype=bool)
     for j in rig.topological_order[::-1]:
         parent = rig.parents[j]
         if parent >= 0:
             inside[parent] |= inside[j]
+    points = np.concatenate([rig.heads, rig.tails])
+    loss = np.zeros(rig.joint_count)
     for j in range(rig.joint_count):
-        reach[j] = np.linalg.norm(points[inside[j]] - rig.heads[j], axis=-1).max()
-    for j in rig.topological_order[::-1]:
+        held = points[np.concatenate([inside[j], inside[j]])]
+        reach = np.linalg.norm(held - rig.heads[j], axis=-1).max()
         parent = rig.parents[j]
-        if parent >= 0:
-            reach[parent] = max(reach[parent], reach[j])
-    return reach / max(rig.body_size, 1e-12)
+        a = rig.heads[parent if parent >= 0 else j]
+        ab = (rig.tails[parent] if parent >= 0 else a) - a
+        s = np.clip((held - a) @ ab / max(float(ab @ ab), 1e-24), 0.0, 1.0)
+        loss[j] = min(reach, np.linalg.norm(held - (a + s[:, None] * ab), axis=-1).max())
+    return loss / max(rig.body_size, 1e-12)
 
 
 def _choose(rig: Rig, limit: int, must: np.ndarray) -> np.ndarray:
@@ -220,7 +226,7 @@ def _choose(rig: Rig, limit: int, must: np.ndarray) -> np.ndarray:
     mirror = np.arange(count)
     for a, b in rig.mirror_pairs:
         mirror[a], mirror[b] = b, a
-    leaf_cost = LEAF_FACTOR * _reach(rig)
+    leaf_cost = LEAF_FACTOR * _leaf_loss(rig)
     size = max(rig.body_size, 1e-12)
     kept = np.ones(count, bool)
     while kept.sum() > limit:
