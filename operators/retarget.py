@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from pathlib import Path
 
 import bpy
 from bpy.props import BoolProperty, StringProperty
 
-from ..kirin_addon.core.canonical import detect_canonical_frame
 from ..kirin_addon.core.rig import Rig
-from ..kirin_addon.io.files import file_world_matrix, load_motion_file
+from ..kirin_addon.io.files import declared_unit, file_world_matrix, load_motion_file
 from ..kirin_addon.retarget.joint_mapping import auto_map_joints
-from ..kirin_addon.retarget.retargeter import retarget
+from ..kirin_addon.retarget.motion_file import FileConventions, read_conventions, retarget_file_motion
 from .common import NeedsArmature, target_frame
 from .scene_change import SceneChange, write_failure
 from .scene_io.action import keyed_locations, write_action
@@ -56,10 +57,10 @@ def keep_joint_map(change, arm: bpy.types.Object) -> None:
     change.on_undo(restore)
 
 
-def _canonical_pair(arm, rig, source_rig, source_path: str):
-    frame_t = target_frame(arm, rig)
-    frame_s = detect_canonical_frame(source_rig, world_matrix=file_world_matrix(source_path))
-    return frame_s, frame_t
+def file_conventions(path: str, source_rig: Rig, motion) -> FileConventions:
+    """How the motion file is read: its up, forward and units from its skeleton as it moves, and a rest
+    that stands (kirin_addon/retarget/motion_file.py)."""
+    return read_conventions(source_rig, motion, file_world_matrix(path), unit=declared_unit(path))
 
 
 class KIRIN_OT_map_joints(NeedsArmature, bpy.types.Operator):
@@ -77,10 +78,10 @@ class KIRIN_OT_map_joints(NeedsArmature, bpy.types.Operator):
         try:
             arm = armature_from_context(context)
             rig = read_rig(arm)
-            source_rig, _, _ = load_motion_file(bpy.path.abspath(path), context.scene.kirin.clip or None)
-            frame_s, frame_t = _canonical_pair(arm, rig, source_rig, path)
-            mapping = auto_map_joints(source_rig.transformed(frame_s.matrix()),
-                                      rig.transformed(frame_t.matrix()))
+            source_rig, motion, _ = load_motion_file(bpy.path.abspath(path), context.scene.kirin.clip or None)
+            conventions = file_conventions(path, source_rig, motion)
+            mapping = auto_map_joints(conventions.rig.transformed(conventions.frame.matrix()),
+                                      rig.transformed(target_frame(arm, rig).matrix()))
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -103,6 +104,11 @@ class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
     match_scene_fps: BoolProperty(name="Match scene FPS", default=True)
     align_rest: BoolProperty(name="Align rest poses", default=True)
     set_frame_range: BoolProperty(name="Set scene frame range", default=True)
+    report_file: StringProperty(
+        name="Report file", subtype="FILE_PATH", options={"HIDDEN", "SKIP_SAVE"},
+        description="Write how the file was read and what was made to this file, as JSON (the command "
+                    "line and the benchmark read it)",
+    )
 
     def invoke(self, context, event):
         settings = context.scene.kirin
@@ -126,10 +132,11 @@ class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
             source_rig, motion, clip_name = load_motion_file(path, self.clip or None)
             if self.match_scene_fps:
                 motion = motion.resampled(scene.render.fps / scene.render.fps_base)
-            frame_s, frame_t = _canonical_pair(arm, rig, source_rig, path)
+            conventions = file_conventions(path, source_rig, motion)
             mapping = stored_mapping(arm, self.filepath or scene.kirin.motion_file, source_rig, rig)
-            result = retarget(source_rig, motion, rig, mapping=mapping, source_frame=frame_s,
-                              target_frame=frame_t, align_rest=self.align_rest)
+            retargeted = retarget_file_motion(conventions, rig, target_frame(arm, rig), mapping=mapping,
+                                              align_rest=self.align_rest)
+            result = retargeted.result
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -141,8 +148,24 @@ class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
         for warning in result.warnings:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, f"'{action.name}': {result.motion.frame_count} frames, {result.mapped_count}/"
-                    f"{rig.joint_count} bones driven, {time.perf_counter() - started:.2f} s")
+                    f"{rig.joint_count} bones driven, {time.perf_counter() - started:.2f} s; "
+                    f"'{os.path.basename(path)}' read as {conventions.describe()}")
+        if self.report_file:
+            self._write_report(action, retargeted)
         return {"FINISHED"}
+
+    def _write_report(self, action, retargeted) -> None:
+        conventions, result = retargeted.conventions, retargeted.result
+        report = {"action": action.name, "frames": result.motion.frame_count, "mapped": result.mapped_count,
+                  "mapping": result.mapping, "up_axis": conventions.up_axis,
+                  "forward_axis": conventions.forward_axis, "unit": conventions.unit,
+                  "height": conventions.height, "reference_frame": conventions.reference,
+                  "floor_shift": retargeted.floor_shift, "root_scale": result.root_scale,
+                  "read_as": conventions.describe(), "warnings": list(result.warnings)}
+        try:
+            Path(bpy.path.abspath(self.report_file)).write_text(json.dumps(report))
+        except OSError as exc:
+            self.report({"ERROR"}, f"Cannot write the report {self.report_file}: {exc.strerror or exc}")
 
 
     def _write(self, context, arm, rig: Rig, result, clip_name: str, show_map: bool):

@@ -385,6 +385,15 @@ class RigBuilder:
         return rig_from_bones(self.names, self.parents, np.array(self.heads), np.array(self.tails), rolls)
 
 
+def posed_rig(rig: Rig, pose: np.ndarray) -> Rig:
+    """The rig with `pose` (J,4,4 armature-space joint transforms, e.g. one frame's forward kinematics)
+    as its rest: a folded zero pose (a CMU BVH's) replaced by a pose that stands."""
+    lengths = np.linalg.norm(rig.tails - rig.heads, axis=1)
+    tails = pose[:, :3, 3] + pose[:, :3, 1] * lengths[:, None]
+    rest = np.array(pose, dtype=np.float64)
+    return Rig(list(rig.names), rig.parents.copy(), rest, tails, rig.deform.copy())
+
+
 def rig_key(rig: Rig) -> str:
     """A rig's identity (names, parents, rest to 1e-6): the feature cache's rigs and the motion bank's
     fits are keyed by it."""

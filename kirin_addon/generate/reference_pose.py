@@ -10,15 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.rig import Rig
+from ..core.rig import Rig, posed_rig  # noqa: F401 — posed_rig: the operator's import
 from .rig_roles import RoleError, detect_roles
-
-
-def posed_rig(rig: Rig, pose: np.ndarray) -> Rig:
-    """The rig with `pose` (J,4,4 armature space) as its rest."""
-    lengths = np.linalg.norm(rig.tails - rig.heads, axis=1)
-    tails = pose[:, :3, 3] + pose[:, :3, 1] * lengths[:, None]
-    return Rig(list(rig.names), rig.parents.copy(), pose.copy(), tails, rig.deform.copy())
 
 
 def standing_score(canonical: Rig) -> float | None:

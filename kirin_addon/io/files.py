@@ -67,6 +67,12 @@ def load_motion_file(path: str | os.PathLike, clip: str | None = None,
     return rig, motion, name
 
 
+def declared_unit(path: str | os.PathLike) -> str | None:
+    """The unit a motion file's format fixes: glTF is metres by specification; a BVH declares none (its
+    unit is guessed from the body's height: kirin_addon/retarget/motion_file.py), nor does a Kirin clip."""
+    return "m" if Path(path).suffix.lower() in {".glb", ".gltf"} else None
+
+
 def file_world_matrix(path: str | os.PathLike) -> np.ndarray | None:
     """How a file's native axes sit in Blender's world: glTF (by specification) and BVH (by custom)
     are Y-up, so they get Blender's import turn; Kirin clips are already Z-up. Canonical-frame

@@ -6,6 +6,7 @@ after a rest alignment that turns the target bone onto the source bone's rest di
 T-pose clip on an A-pose rig lifts the arms, and a bent rest knee follows a straight one).
 Unmapped joints keep their rest pose relative to their parent. The root trajectory is scaled by
 the ratio of hip heights. The inverse-bind correction then gives the target's own basis rotations.
+`ground_motion` puts a clip whose floor is not the target's (a mocap take) on the target's floor.
 """
 
 from __future__ import annotations
@@ -15,13 +16,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.canonical import CanonicalFrame, detect_canonical_frame
-from ..core.motion import Motion, forward_kinematics, motion_from_world_deltas, world_deltas
+from ..core.motion import (
+    Motion,
+    forward_kinematics,
+    motion_from_world_deltas,
+    motion_from_world_transforms,
+    world_deltas,
+)
+from ..core.rest_pose_cues import body_joints
 from ..core.rig import Rig
 from ..core.rotations import matrix_to_quat, quat_identity, quat_to_matrix, rotation_between
 from .joint_mapping import auto_map_joints
 from .mapping_text import validate_mapping
 
 MIN_HIP_HEIGHT = 0.05  # canonical units (body size = 1); below this a rig has no legs to scale by
+# The clip's floor: its lowest body point in this percentile of frames (its contacts, a mocap glitch
+# that dips below them left out).
+FLOOR_PERCENTILE = 5.0
 
 
 @dataclass
@@ -62,31 +73,238 @@ def _is_ancestor(rig: Rig, ancestor: int, joint: int) -> bool:
     return False
 
 
+def _branch_directions(source: Rig, target: Rig, mapped: np.ndarray, joint: int) -> list[tuple]:
+    """Per child branch of a mapped target joint, (target, source) unit directions from the joint to
+    the branch's nearest mapped joint whose source image hangs below the joint's own image."""
+    src = int(mapped[joint])
+    pairs = []
+    for child in target.children[joint]:
+        for d in [child, *_descendants_bfs(target, child)]:
+            if mapped[d] >= 0 and _is_ancestor(source, src, int(mapped[d])):
+                target_dir = target.heads[d] - target.heads[joint]
+                source_dir = source.heads[mapped[d]] - source.heads[src]
+                if np.linalg.norm(target_dir) > 1e-9 and np.linalg.norm(source_dir) > 1e-9:
+                    pairs.append((target_dir / np.linalg.norm(target_dir),
+                                  source_dir / np.linalg.norm(source_dir)))
+                break
+    return pairs
+
+
+def _best_rotation(pairs: list[tuple]) -> np.ndarray | None:
+    """(4,) the rotation taking every target direction closest to its source direction (Wahba's
+    problem), or None when the directions are (nearly) collinear and leave the twist free."""
+    targets, sources = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    if np.linalg.svd(targets, compute_uv=False)[1] < 0.1:
+        return None
+    u, _, vt = np.linalg.svd(sources.T @ targets)
+    d = np.sign(np.linalg.det(u @ vt)) or 1.0
+    return matrix_to_quat(u @ np.diag([1.0, 1.0, d]) @ vt)
+
+
 def rest_alignment(source: Rig, target: Rig, mapped: np.ndarray) -> np.ndarray:
     """(J_target,4) rotation per target joint turning its rest bone onto the source's rest bone.
 
-    The bone direction of a joint is taken towards its nearest mapped descendant whose source
-    image is also a descendant of the joint's source image, so both sides measure the same limb.
-    Joints without such a descendant inherit the alignment of their parent.
+    A joint's bone direction is taken towards its nearest mapped descendant whose source image is also a
+    descendant of the joint's source image, so both sides measure the same limb. A joint that branches
+    (hips: two legs and a spine; a chest: neck and shoulders) is turned by the rotation that best lays
+    each branch onto the source's (one direction alone leaves the roll free: the hips turned onto one
+    thigh's direction lift the other leg). Joints without such a descendant inherit their parent's.
     """
     align = quat_identity((target.joint_count,))
     for j in target.topological_order:
         parent = target.parents[j]
-        inherited = align[parent] if parent >= 0 else quat_identity()
-        src = mapped[j]
-        if src < 0:
-            align[j] = inherited
+        align[j] = align[parent] if parent >= 0 else quat_identity()
+        if mapped[j] < 0:
             continue
-        for d in _descendants_bfs(target, int(j)):
-            if mapped[d] >= 0 and _is_ancestor(source, int(src), int(mapped[d])):
-                target_dir = target.heads[d] - target.heads[j]
-                source_dir = source.heads[mapped[d]] - source.heads[src]
-                if np.linalg.norm(target_dir) > 1e-9 and np.linalg.norm(source_dir) > 1e-9:
-                    align[j] = rotation_between(target_dir, source_dir)
-                    break
-        else:
-            align[j] = inherited
+        pairs = _branch_directions(source, target, mapped, int(j))
+        best = _best_rotation(pairs) if len(pairs) >= 2 else None
+        if best is not None:
+            align[j] = best
+        elif pairs:
+            align[j] = rotation_between(pairs[0][0], pairs[0][1])
     return align
+
+
+@dataclass
+class RetargetPair:
+    """Both rigs in their canonical frames, the source motion there and the joint map: what `transfer`
+    works on."""
+
+    source: Rig  # canonical
+    motion: Motion  # the source motion on the canonical source
+    target: Rig  # canonical
+    mapping: dict[str, str | None]
+    mapped: np.ndarray  # (J_target,) source joint of each target joint, −1 for none
+    source_frame: CanonicalFrame
+    target_frame: CanonicalFrame
+
+
+def retarget_pair(source: Rig, motion: Motion, target: Rig, mapping: dict[str, str | None] | None = None,
+                  source_frame: CanonicalFrame | None = None,
+                  target_frame: CanonicalFrame | None = None) -> RetargetPair:
+    """The two rigs in their canonical frames (detected when not given) and the joint map (found when not
+    given, checked when given)."""
+    motion.check_rig(source)
+    source_frame = source_frame or detect_canonical_frame(source)
+    target_frame = target_frame or detect_canonical_frame(target)
+    src = source.transformed(source_frame.matrix())
+    tgt = target.transformed(target_frame.matrix())
+    # Basis rotations do not change when a whole rig is rotated; only the root path moves (and the
+    # joints' own translations scale with the rig).
+    moved = None if motion.translations is None else motion.translations * source_frame.scale
+    src_motion = Motion(motion.fps, source_frame.to_canonical_points(motion.root_positions), motion.rotations,
+                        moved)
+    if mapping is None:
+        mapping = auto_map_joints(src, tgt)
+    validate_mapping(mapping, source, target)
+    mapped = np.array([source.names.index(mapping[n]) if mapping.get(n) else -1 for n in target.names])
+    if not np.any(mapped >= 0):
+        raise ValueError("No target joint is mapped to a source joint: nothing to retarget.")
+    return RetargetPair(src, src_motion, tgt, dict(mapping), mapped, source_frame, target_frame)
+
+
+def transfer(pair: RetargetPair, align: np.ndarray, scale_root: bool = True) -> RetargetResult:
+    """The source motion on the target: each mapped target joint turned by its source joint's world
+    delta after `align` ((J_target,4): `rest_alignment`, or identities), the root path scaled by the
+    ratio of hip heights."""
+    src, tgt, mapped, src_motion = pair.source, pair.target, pair.mapped, pair.motion
+    warnings: list[str] = []
+    src_deltas = quat_to_matrix(world_deltas(src, src_motion))  # (T,Js,3,3)
+    align = quat_to_matrix(align)
+    world = np.empty((src_motion.frame_count, tgt.joint_count, 3, 3))
+    local_rest = tgt.rest_local[:, :3, :3]
+    for j in tgt.topological_order:
+        if mapped[j] >= 0:
+            world[:, j] = src_deltas[:, mapped[j]] @ align[j] @ tgt.rest_rotations[j]
+        elif tgt.parents[j] >= 0:
+            world[:, j] = world[:, tgt.parents[j]] @ local_rest[j]
+        else:
+            world[:, j] = tgt.rest_rotations[j]
+
+    # Root trajectory: the target's highest mapped joint (the hips, also below an unmapped ground
+    # root bone) moves as its source joint does, scaled by the ratio of the hips' heights.
+    main = tgt.main_root
+    driver = int(mapped[anchor_joint(tgt, mapped)])
+    src_pose = forward_kinematics(src, src_motion)
+    displacement = src_pose[:, driver, :3, 3] - src.heads[driver]
+    root_scale = 1.0
+    if scale_root:
+        hips = scale_joint(src, tgt, mapped)
+        if hips is not None:
+            root_scale = hip_height(tgt, hips) / hip_height(src, int(mapped[hips]))
+        else:
+            warnings.append("One rig has no legs to measure; the root path is scaled by body size only.")
+    root_canonical = tgt.heads[main] + root_scale * displacement
+    rotations, translations = _basis(pair, world, root_canonical, root_scale * _source_offsets(src, src_pose))
+    root_positions = pair.target_frame.from_canonical_points(root_canonical)
+    out = Motion(src_motion.fps, root_positions, rotations, translations)
+    return RetargetResult(out, dict(pair.mapping), root_scale, pair.source_frame, pair.target_frame, warnings)
+
+
+def _source_offsets(source: Rig, pose: np.ndarray) -> np.ndarray:
+    """(T,Js,3) how far each source joint's head is from where its parent puts it (its translation in the
+    clip, in world axes: a game rig's foot control under the root, the hips' bob under a ground bone)."""
+    offsets = np.zeros(pose.shape[:2] + (3,))
+    child = np.flatnonzero(source.parents >= 0)
+    parent = source.parents[child]
+    above = pose[:, parent]
+    local = source.rest_local[child, :3, 3]
+    expected = above[..., :3, 3] + np.einsum("tjab,jb->tja", above[..., :3, :3], local)
+    offsets[:, child] = pose[:, child][..., :3, 3] - expected
+    return offsets
+
+
+def _basis(pair: RetargetPair, world: np.ndarray, root: np.ndarray,
+           offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The target's basis rotations (T,J,4) and locations (T,J,3, target units; None when no bone moves)
+    for world rotations `world` and the root at `root` (canonical). Bones placed otherwise than by their
+    parent get locations: those carried by another joint (`carriers`), and those whose source joint
+    moves from its parent by itself (`offsets`, scaled; when they hang from the image of its parent)."""
+    tgt, src, mapped = pair.target, pair.source, pair.mapped
+    carrier = carriers(src, tgt, mapped)
+    moving = np.zeros(tgt.joint_count, dtype=bool)
+    extra = np.zeros(world.shape[:2] + (3,))
+    for j in np.flatnonzero((mapped >= 0) & (tgt.parents >= 0) & ~tgt.connected):
+        s = int(mapped[j])
+        if mapped[tgt.parents[j]] == src.parents[s] and np.abs(offsets[:, s]).max() > 1e-6:
+            moving[j], extra[:, j] = True, offsets[:, s]
+    placed = (carrier >= 0) | moving
+    if not placed.any():
+        deltas = world @ np.swapaxes(tgt.rest_rotations, -1, -2)[None]
+        return motion_from_world_deltas(tgt, matrix_to_quat(deltas), root, 1.0).rotations, None
+    pose = np.zeros(world.shape[:2] + (4, 4))
+    pose[..., :3, :3], pose[..., 3, 3] = world, 1.0
+    pose[..., :3, 3] = _carried_positions(tgt, world, root, carrier, extra)
+    out = motion_from_world_transforms(tgt, pose, 1.0)
+    translations = np.zeros(pose.shape[:2] + (3,))
+    if out.translations is not None:
+        translations[:, placed] = out.translations[:, placed] / pair.target_frame.scale
+    return out.rotations, translations if np.any(translations) else None
+
+
+def scale_joint(source: Rig, target: Rig, mapped: np.ndarray) -> int | None:
+    """The target's highest mapped joint that stands above the floor on both rigs (the hips; a root
+    bone on the floor is passed over): the root path is scaled by their heights' ratio."""
+    order = sorted(np.flatnonzero(mapped >= 0), key=lambda j: (target.depth[j], -target.descendant_count[j]))
+    for j in order:
+        if min(hip_height(target, int(j)), hip_height(source, int(mapped[j]))) > MIN_HIP_HEIGHT:
+            return int(j)
+    return None
+
+
+def carriers(source: Rig, target: Rig, mapped: np.ndarray) -> np.ndarray:
+    """(J_target,) the joint that carries each target joint where the rigs' trees differ, −1 elsewhere.
+
+    A mapped target joint whose source joint hangs below another mapped source joint, whose image on
+    the target is not among the joint's ancestors, is carried by that image: a game rig's foot control
+    parented to the root (a Quaternius monster's `Foot.L`) goes where the shin's end takes it, as the
+    source's foot hangs from its shin, instead of staying with the root."""
+    image: dict[int, int] = {}
+    for j, s in enumerate(mapped):
+        if s >= 0:
+            image.setdefault(int(s), j)
+    out = np.full(target.joint_count, -1, dtype=np.int64)
+    for j in np.flatnonzero(mapped >= 0):
+        a = int(source.parents[mapped[j]])
+        while a >= 0 and a not in image:
+            a = int(source.parents[a])
+        if a < 0:
+            continue
+        carrier = image[a]
+        related = _is_ancestor(target, carrier, int(j)) or _is_ancestor(target, int(j), carrier)
+        if carrier != j and not related:
+            out[j] = carrier
+    return out
+
+
+def _carried_positions(target: Rig, world: np.ndarray, root: np.ndarray, carrier: np.ndarray,
+                       extra: np.ndarray) -> np.ndarray:
+    """(T,J,3) joint heads: each hangs from its parent, or from its carrier, by its rest offset, moved
+    by `extra` (T,J,3)."""
+    heads = target.heads
+    positions = np.zeros(world.shape[:2] + (3,))
+    done = np.zeros(target.joint_count, dtype=bool)
+    for r in target.roots:
+        if carrier[r] < 0:
+            positions[:, r] = root + (heads[r] - heads[target.main_root])
+            done[r] = True
+    while not done.all():
+        progressed = False
+        for j in target.topological_order:
+            base = carrier[j] if carrier[j] >= 0 else target.parents[j]
+            if done[j] or base < 0 or not done[base]:
+                continue
+            offset = target.rest_rotations[base].T @ (heads[j] - heads[base])
+            positions[:, j] = positions[:, base] + world[:, base] @ offset + extra[:, j]
+            done[j] = progressed = True
+        if not progressed:
+            raise ValueError("The joint map makes joints carry each other in a loop.")
+    return positions
+
+
+def anchor_joint(target: Rig, mapped: np.ndarray) -> int:
+    """The target's highest mapped joint (the hips), whose source joint drives the root path."""
+    return int(min(np.flatnonzero(mapped >= 0), key=lambda j: (target.depth[j], -target.descendant_count[j])))
 
 
 def retarget(
@@ -100,55 +318,42 @@ def retarget(
     scale_root: bool = True,
 ) -> RetargetResult:
     """Transfer `motion` (on `source`) onto `target`; returns the target's motion and the mapping used."""
-    motion.check_rig(source)
-    source_frame = source_frame or detect_canonical_frame(source)
-    target_frame = target_frame or detect_canonical_frame(target)
-    src = source.transformed(source_frame.matrix())
-    tgt = target.transformed(target_frame.matrix())
-    # Basis rotations do not change when a whole rig is rotated; only the root path moves.
-    src_motion = Motion(motion.fps, source_frame.to_canonical_points(motion.root_positions), motion.rotations)
+    pair = retarget_pair(source, motion, target, mapping, source_frame, target_frame)
+    align = (rest_alignment(pair.source, pair.target, pair.mapped) if align_rest
+             else quat_identity((pair.target.joint_count,)))
+    return transfer(pair, align, scale_root)
 
-    if mapping is None:
-        mapping = auto_map_joints(src, tgt)
-    validate_mapping(mapping, source, target)
-    mapped = np.array([source.names.index(mapping[n]) if mapping.get(n) else -1 for n in target.names])
-    warnings: list[str] = []
-    if not np.any(mapped >= 0):
-        raise ValueError("No target joint is mapped to a source joint: nothing to retarget.")
 
-    src_deltas = quat_to_matrix(world_deltas(src, src_motion))  # (T,Js,3,3)
-    identity = quat_identity((tgt.joint_count,))
-    align = quat_to_matrix(rest_alignment(src, tgt, mapped) if align_rest else identity)
-    frames = motion.frame_count
-    world = np.empty((frames, tgt.joint_count, 3, 3))
-    local_rest = tgt.rest_local[:, :3, :3]
-    for j in tgt.topological_order:
-        if mapped[j] >= 0:
-            world[:, j] = src_deltas[:, mapped[j]] @ align[j] @ tgt.rest_rotations[j]
-        elif tgt.parents[j] >= 0:
-            world[:, j] = world[:, tgt.parents[j]] @ local_rest[j]
-        else:
-            world[:, j] = tgt.rest_rotations[j]
-    deltas = world @ np.swapaxes(tgt.rest_rotations, -1, -2)[None]
+def _lowest(poses: np.ndarray, joints: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """(…,) the lowest head of `joints` along `up`, per pose (…,J,4,4). Heads, not tails: a leaf bone's
+    tail is whatever the exporter or importer made up (a foot's may point through the floor)."""
+    return (np.take(poses, joints, axis=-3)[..., :3, 3] @ up).min(axis=-1)
 
-    # Root trajectory: the target's highest mapped joint (the hips, also below an unmapped ground
-    # root bone) moves as its source joint does, scaled by the ratio of their heights.
-    main = tgt.main_root
-    anchor = min(np.flatnonzero(mapped >= 0), key=lambda j: (tgt.depth[j], -tgt.descendant_count[j]))
-    driver = int(mapped[anchor])
-    src_positions = forward_kinematics(src, src_motion)[:, driver, :3, 3]
-    displacement = src_positions - src.heads[driver]
-    root_scale = 1.0
-    if scale_root:
-        src_h, tgt_h = hip_height(src, driver), hip_height(tgt, int(anchor))
-        if src_h > MIN_HIP_HEIGHT and tgt_h > MIN_HIP_HEIGHT:
-            root_scale = tgt_h / src_h
-        else:
-            warnings.append("One rig has no legs to measure; the root path is scaled by body size only.")
-    root_canonical = tgt.heads[main] + root_scale * displacement
-    root_positions = target_frame.from_canonical_points(root_canonical)
 
-    # Basis rotations computed on the canonical target are those of the target itself.
-    canonical_out = motion_from_world_deltas(tgt, matrix_to_quat(deltas), root_canonical, motion.fps)
-    out = Motion(motion.fps, root_positions, canonical_out.rotations)
-    return RetargetResult(out, dict(mapping), root_scale, source_frame, target_frame, warnings)
+def limb_joints(rig: Rig, hips: int | None) -> np.ndarray:
+    """The body joints but the hips and the bones above them: a root bone lying on the floor under the
+    body (a game rig's `Root`) stays there whatever the feet do, and must not be taken for a sole."""
+    above = set()
+    j = hips
+    while j is not None and j >= 0:
+        above.add(int(j))
+        j = int(rig.parents[j])
+    joints = np.array([j for j in body_joints(rig) if int(j) not in above], dtype=np.int64)
+    return joints if len(joints) else body_joints(rig)
+
+
+def ground_motion(target: Rig, frame: CanonicalFrame, motion: Motion,
+                  hips: int | None = None) -> tuple[Motion, float]:
+    """The motion moved along the target's up (`frame`) so that its lowest limb joint over the clip (the
+    FLOOR_PERCENTILE of frames: the soles of a walk, a kneeling knee) is as low as at rest, and the
+    shift (target units). Joints, not the mesh: at rest and in the clip alike a sole lies its own
+    thickness below its joints. `hips`: the joint that carries the legs (`scale_joint`); it and the
+    bones above it are left out (`limb_joints`). A clip on the target's floor already moves by (almost)
+    nothing."""
+    up = frame.rotation[2]
+    joints = limb_joints(target, hips)
+    rest_floor = float(_lowest(target.rest, joints, up))
+    lowest = _lowest(forward_kinematics(target, motion), joints, up)
+    shift = rest_floor - float(np.percentile(lowest, FLOOR_PERCENTILE))
+    moved = Motion(motion.fps, motion.root_positions + shift * up, motion.rotations, motion.translations)
+    return moved, shift

@@ -1,0 +1,155 @@
+"""A motion file's conventions, read from the file itself, and its clip retargeted to stand on the floor.
+
+Files differ in their conventions and rarely say them: BVH is Y-up by custom, yet the CMU takes on a
+Character Creator skeleton have a folded zero pose (hips along +Z, thighs along +Y, the feet above the
+head) that their root's rotation turns upright; glTF is Y-up by specification; FBX exports come Y- or
+Z-up, in centimetres or metres; a BVH's rest may stand anywhere, its mocap floor somewhere else. So
+the skeleton is looked at as it moves:
+
+* **Up and forward.** The canonical-frame cues (`core/canonical.py`, `core/rest_pose_cues.py`: legs
+  on the ground, hanging legs, foot and side names, the head over the feet) are read on the rest pose
+  and on poses sampled over the clip; the up axis is the one most poses stand along. A rest that
+  stands along it (a T- or A-pose) is the source's rest; one that does not (a folded zero pose) is
+  replaced by the sampled pose that stands best (`core.rig.posed_rig`: the same armature-space
+  poses, so the motion is unchanged). Forward is detected on that standing pose: where the body faces
+  there, by its side names and toes.
+* **Units.** The standing height in file units. glTF is metres by specification; for a BVH the unit
+  is a guess from that height for a body of human size (for the report only: retargeting works in body
+  sizes and never needs it).
+* **The floor.** Mocap floors are where the capture volume had them, rarely at the rest's feet. The
+  retargeted clip is put on the target's floor (`retargeter.ground_motion`): the target's lowest body
+  point in the clip's lowest frames (the soles of a walk, the knee of a kneel) at the lowest point of
+  its rest. The root path is scaled by the ratio of hip heights, both measured standing (`retarget`).
+
+numpy only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.canonical import CanonicalFrame, axis_name, detect_canonical_frame, rank_orientations
+from ..core.motion import Motion, forward_kinematics, motion_from_world_transforms
+from ..core.rest_pose_cues import body_joints
+from ..core.rig import Rig, posed_rig
+from ..core.rotations import quat_identity
+from .foot_alignment import feet_to_ground
+from .retargeter import (
+    RetargetResult,
+    ground_motion,
+    rest_alignment,
+    retarget_pair,
+    scale_joint,
+    transfer,
+)
+
+SAMPLED_POSES = 24  # poses spread over the clip, besides its first four (a take's opening T-pose)
+REST_AGREES = 0.25  # a rest that stands along the up axis of this share of the poses is kept
+HUMAN_HEIGHT = 1.7  # metres: what a BVH's unit is guessed from
+# Units a motion file may be in, metres per unit; "CMU" is the CMU database's 0.45 inch.
+UNITS = {"m": 1.0, "dm": 0.1, "cm": 0.01, "mm": 0.001, "in": 0.0254, "ft": 0.3048, "CMU": 0.0254 / 0.45}
+UNIT_TOLERANCE = 1.6  # a height this many times off every unit's human height guesses none
+
+
+@dataclass(frozen=True)
+class FileConventions:
+    """What a motion file's skeleton says about its conventions, and the clip on a rest that stands."""
+
+    rig: Rig  # the source rig, its rest a pose that stands (the file's own rest, or a clip frame's pose)
+    motion: Motion  # the clip on `rig` (the same armature-space poses as the file's)
+    frame: CanonicalFrame  # file axes → the canonical frame
+    reference: int | None  # the clip frame whose pose is the rest; None: the file's own rest stands
+    up_axis: str  # in the file's own axes ("+Y" for a BVH that stands along its Y)
+    forward_axis: str
+    height: float  # standing height, file units
+    unit: str | None  # "m", "cm", …; None when no unit fits a body of human size
+    votes: dict[str, int] = field(default_factory=dict)  # the up axis (world labels) of each sampled pose
+
+    def describe(self) -> str:
+        """One line for the user: how the file was read."""
+        unit = f"{self.unit} ({self.height * UNITS[self.unit]:.2f} m tall)" if self.unit else (
+            f"unknown units ({self.height:.3g} units tall)")
+        rest = ("its rest pose stands" if self.reference is None
+                else f"its rest pose does not stand: frame {self.reference + 1}'s pose is used")
+        return f"{self.up_axis[1:]}-up, facing {self.forward_axis}, {unit}; {rest}"
+
+
+def guess_unit(height: float) -> str | None:
+    """The unit in which a body `height` units tall is of human size (None when none is near)."""
+    if not height > 0:
+        return None
+    name, factor = min(UNITS.items(), key=lambda item: abs(np.log(height * item[1] / HUMAN_HEIGHT)))
+    return name if abs(np.log(height * factor / HUMAN_HEIGHT)) <= np.log(UNIT_TOLERANCE) else None
+
+
+def _sampled(frames: int, count: int) -> list[int]:
+    spread = np.linspace(0, frames - 1, count).round().astype(int).tolist()
+    return sorted(set(range(min(4, frames))) | set(spread))
+
+
+def _standing_height(rig: Rig, frame: CanonicalFrame) -> float:
+    """Extent of the body along the frame's up axis, in the rig's own units."""
+    joints = body_joints(rig)
+    points = np.concatenate([rig.heads[joints], rig.tails[joints]])
+    along = points @ frame.rotation[2]
+    return float(along.max() - along.min())
+
+
+def read_conventions(rig: Rig, motion: Motion, world_matrix: np.ndarray | None = None,
+                     unit: str | None = None, samples: int = SAMPLED_POSES) -> FileConventions:
+    """Up, forward, height and unit of a motion file's skeleton, and a rest that stands (module
+    docstring). `world_matrix`: how the file's axes sit in Blender's world (`io.files.file_world_matrix`),
+    the prior where the skeleton says too little; `unit`: the unit the file declares (glTF: "m"), else
+    guessed from the height."""
+    motion.check_rig(rig)
+    pose = forward_kinematics(rig, motion)
+    frames = _sampled(motion.frame_count, samples)
+    best = {f: rank_orientations(posed_rig(rig, pose[f]), world_matrix)[0] for f in frames}
+    votes = Counter(best[f][0] for f in frames)
+    rest_up = rank_orientations(rig, world_matrix)[0][0]
+    if votes[rest_up] >= REST_AGREES * len(frames):
+        up, reference, standing, clip = rest_up, None, rig, motion
+    else:
+        strength = {label: sum(best[f][2] for f in frames if best[f][0] == label) for label in votes}
+        up = max(votes, key=lambda label: (votes[label], strength[label]))
+        reference = max((f for f in frames if best[f][0] == up), key=lambda f: best[f][2])
+        standing = posed_rig(rig, pose[reference])
+        clip = motion_from_world_transforms(standing, pose, motion.fps)
+    frame = detect_canonical_frame(standing, world_matrix, up=up)
+    height = _standing_height(standing, frame)
+    return FileConventions(
+        rig=standing, motion=clip, frame=frame, reference=reference,
+        up_axis=axis_name(frame.rotation[2]), forward_axis=axis_name(-frame.rotation[1]),
+        height=height, unit=unit or guess_unit(height), votes=dict(votes))
+
+
+@dataclass
+class FileRetarget:
+    """A motion file's clip retargeted: the result, how the file was read, how far the clip was moved
+    to stand on the target's floor (target units, along its up)."""
+
+    result: RetargetResult
+    conventions: FileConventions
+    floor_shift: float
+    feet: list[str] = field(default_factory=list)  # target joints aligned where the source's feet are planted
+
+
+def retarget_file_motion(conventions: FileConventions, target: Rig, target_frame: CanonicalFrame,
+                         mapping: dict[str, str | None] | None = None,
+                         align_rest: bool = True) -> FileRetarget:
+    """The file's clip (read by `read_conventions`) on `target`: retargeted from the standing source, the
+    feet aligned where the source's are planted (`foot_alignment`), then put on the target's floor."""
+    source, motion, frame = conventions.rig, conventions.motion, conventions.frame
+    pair = retarget_pair(source, motion, target, mapping, frame, target_frame)
+    feet: list[int] = []
+    if align_rest:
+        align, feet = feet_to_ground(pair, rest_alignment(pair.source, pair.target, pair.mapped))
+    else:
+        align = quat_identity((pair.target.joint_count,))
+    result = transfer(pair, align)
+    hips = scale_joint(pair.source, pair.target, pair.mapped)
+    result.motion, shift = ground_motion(target, target_frame, result.motion, hips)
+    return FileRetarget(result, conventions, shift, [target.names[j] for j in feet])
