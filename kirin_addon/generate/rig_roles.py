@@ -200,9 +200,10 @@ def _with_tips(rig: Rig, tips: list[tuple[int, np.ndarray]]) -> Rig:
 Tips = list[tuple[int, np.ndarray]]  # (parent, head) of each tip joint to add
 
 
-def _followers(rig: Rig, body_top: int, body: np.ndarray) -> tuple[dict[int, int], Tips]:
+def _followers(rig: Rig, body_top: int, body: np.ndarray, floor: float) -> tuple[dict[int, int], Tips]:
     """Each top joint of a branch outside the body → the body joint it follows (-1: the pelvis); tips
-    to add where a foot control sits below the end of a leg that stops short."""
+    to add where a foot control sits on the floor (`floor`: the lowest point of the rig but its
+    controls) below the end of a leg that stops short."""
     heads = rig.heads
     above = set(_ancestors(rig, body_top))
     body_joints = np.flatnonzero(body)
@@ -220,7 +221,8 @@ def _followers(rig: Rig, body_top: int, body: np.ndarray) -> tuple[dict[int, int
         gap = float(distance.min())
         if gap <= SAME_POINT:
             followers[top] = nearest
-        elif gap <= FOLLOW_NEAR and nearest in leaves and heads[top, 2] < heads[nearest, 2]:
+        elif (gap <= FOLLOW_NEAR and nearest in leaves and heads[top, 2] < heads[nearest, 2]
+              and heads[top, 2] - floor <= GROUND):  # a foot control on the floor, not a pole target
             existing = [k for k, (parent, _) in enumerate(tips) if parent == nearest]
             if not existing:
                 tips.append((nearest, heads[top].copy()))
@@ -239,9 +241,11 @@ def _floor(rig: Rig, body: np.ndarray) -> float:
 
 
 def _one_foot(rig: Rig, leaves: list[int]) -> bool:
-    """Floor leaves that belong to one foot: toes and heel close together, no left and right by name."""
+    """Floor leaves that belong to one foot: toes and heel close together, not on both sides of the
+    midline (nor left and right by name)."""
     sides = {side_of(rig.names[j]) for j in leaves} - {0}
-    if len(sides) > 1:
+    across = rig.heads[leaves, 0]
+    if len(sides) > 1 or (across.max() > SIDE and across.min() < -SIDE):  # by name, or either side
         return False
     points = rig.heads[leaves, :2]
     return float(np.max(np.linalg.norm(points[:, None] - points[None], axis=-1))) <= FOOT_SPREAD
@@ -389,7 +393,7 @@ def detect_roles(rig: Rig) -> RigRoles:
     control = control_joints(rig)
     body_top = _body_top(rig, control)
     body = rig.subtree(body_top) & ~control
-    followers, tips = _followers(rig, body_top, body)
+    followers, tips = _followers(rig, body_top, body, _floor(rig, ~control))
     work = _with_tips(rig, tips)
     body = np.concatenate([body, np.ones(len(tips), dtype=bool)])
     legs = _leg_roles(work, body, body_top)
