@@ -95,6 +95,7 @@ class Rigged:
     foot_joints: list[int]  # per foot, the bone its sole hangs from (its top joint on a skeleton)
     trunk: tuple[int, int]  # (hips, top)
     loop: bool = False  # a game clip that walks in place: cycled when played
+    rest_tilt: float = 0.0  # the trunk's tilt at rest (degrees); 0 for a skeleton, whose rest may lie folded
 
 
 @dataclass
@@ -103,7 +104,7 @@ class Measured:
 
     fps: float
     gait: object  # GaitMeasures on the soles (mesh, or a skeleton's lowest foot joints)
-    tilt: np.ndarray  # (T,) degrees from the vertical
+    tilt: np.ndarray  # (T,) degrees from the vertical, less the character's own rest tilt (`Rigged`)
     lowest: np.ndarray  # (T,) world height of the lowest sole vertex (joint without mesh)
     heads: np.ndarray  # (T,J,3) world joint heads
     hips: int
@@ -173,7 +174,18 @@ def rigged(character: support.Character, loop: bool = False) -> Rigged:
         feet = joint_feet(character)
         bones = [f.joints[0] for f in feet]
     character.feet = feet
-    return Rigged(character, feet, bones, trunk_joints(character), loop)
+    trunk = trunk_joints(character)
+    rest_tilt = 0.0
+    if character.parts:
+        world = object_matrix(character.arm)
+        axis = (character.rig.heads[trunk[1]] - character.rig.heads[trunk[0]]) @ world[:3, :3].T
+        rest_tilt = _tilt(axis[None])[0]
+    return Rigged(character, feet, bones, trunk, loop, rest_tilt)
+
+
+def _tilt(axis: np.ndarray) -> np.ndarray:
+    """(N,) degrees between vectors (N,3) and world +Z."""
+    return np.degrees(np.arccos(np.clip(axis[:, 2] / np.maximum(np.linalg.norm(axis, axis=1), 1e-12), -1, 1)))
 
 
 def as_target(character: support.Character) -> None:
@@ -242,8 +254,7 @@ def measure_clip(rig_info: Rigged, action, frames: list[int]) -> Measured:
     heads_all = np.array(heads_all)
     hips, top = rig_info.trunk
     axis = heads_all[:, top] - heads_all[:, hips]
-    tilt = np.degrees(np.arccos(np.clip(axis[:, 2] / np.maximum(np.linalg.norm(axis, axis=1), 1e-12), -1, 1)))
-    return Measured(fps, gait, tilt, np.array(lowest), heads_all, hips)
+    return Measured(fps, gait, _tilt(axis) - rig_info.rest_tilt, np.array(lowest), heads_all, hips)
 
 
 def joint_gait(measured: Measured, joints: list[int], size: float):

@@ -90,25 +90,18 @@ def _branch_directions(source: Rig, target: Rig, mapped: np.ndarray, joint: int)
     return pairs
 
 
-def _best_rotation(pairs: list[tuple]) -> np.ndarray | None:
-    """(4,) the rotation taking every target direction closest to its source direction (Wahba's
-    problem), or None when the directions are (nearly) collinear and leave the twist free."""
-    targets, sources = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-    if np.linalg.svd(targets, compute_uv=False)[1] < 0.1:
-        return None
-    u, _, vt = np.linalg.svd(sources.T @ targets)
-    d = np.sign(np.linalg.det(u @ vt)) or 1.0
-    return matrix_to_quat(u @ np.diag([1.0, 1.0, d]) @ vt)
-
-
 def rest_alignment(source: Rig, target: Rig, mapped: np.ndarray) -> np.ndarray:
     """(J_target,4) rotation per target joint turning its rest bone onto the source's rest bone.
 
     A joint's bone direction is taken towards its nearest mapped descendant whose source image is also a
     descendant of the joint's source image, so both sides measure the same limb. A joint that branches
-    (hips: two legs and a spine; a chest: neck and shoulders) is turned by the rotation that best lays
-    each branch onto the source's (one direction alone leaves the roll free: the hips turned onto one
-    thigh's direction lift the other leg). Joints without such a descendant inherit their parent's.
+    into two or more such limbs (hips: two legs and a spine; a chest: neck and shoulders; a trajectory
+    root) is not turned: both rigs stand upright and face the same way in their canonical frames, and
+    the directions to its branches say more about where each rig puts its heads than about its pose
+    (turned onto one thigh's direction, the hips lift the other leg; a game rig's `Body` has its thighs
+    behind it and its `Hips` bone below it, a mocap pelvis its thighs below and its waist above; one
+    rotation that fits every branch then pitched a monster's hips by 90°). Joints without such a
+    descendant inherit their parent's.
     """
     align = quat_identity((target.joint_count,))
     for j in target.topological_order:
@@ -117,9 +110,8 @@ def rest_alignment(source: Rig, target: Rig, mapped: np.ndarray) -> np.ndarray:
         if mapped[j] < 0:
             continue
         pairs = _branch_directions(source, target, mapped, int(j))
-        best = _best_rotation(pairs) if len(pairs) >= 2 else None
-        if best is not None:
-            align[j] = best
+        if len(pairs) >= 2:
+            align[j] = quat_identity()  # a trunk joint: not turned (see the docstring)
         elif pairs:
             align[j] = rotation_between(pairs[0][0], pairs[0][1])
     return align
