@@ -56,6 +56,7 @@ from ..core.camera import PinholeCamera
 from ..core.canonical import canonical_rig, detect_canonical_frame
 from ..core.motion import Motion, joint_positions
 from ..core.rig import Rig
+from ..core.rig_reduction import RigReduction, reduce_rig
 from ..core.skinning import SkinnedMesh
 from .evidence import Evidence2D
 from .fit_body import fit_body
@@ -141,7 +142,15 @@ class VideoPipeline:
         starts = _checked_starts(rig, init, frames)
         frame = detect_canonical_frame(rig, up=config.up_axis, forward=config.forward_axis,
                                        mesh_vertices=None if mesh is None else mesh.vertices)
-        body = fit_body(canonical_rig(rig, frame), mesh, config.radius_share)
+        canon = canonical_rig(rig, frame)
+        # A rig of more than 64 bones: the fit moves its bones that matter, the feet and every joint
+        # the video shows among them; the rest ride on them.
+        seen = np.flatnonzero((ev.weights > 0).any(axis=0))
+        reduction = reduce_rig(rig, keep=np.concatenate([canon.feet, seen]))
+        if reduction.reduced:
+            return self._fit_carried(reduction, evidence, mesh, replace(config, up_axis=frame.up_axis,
+                                     forward_axis=frame.forward_axis), starts, camera, progress)
+        body = fit_body(canon, mesh, config.radius_share)
         model = self.fitter.body(body)
         report_progress(progress, 0.0)
 
@@ -191,6 +200,31 @@ class VideoPipeline:
         }
         report_progress(progress, 1.0)
         return VideoFitResult(motion, camera_arm, fitted.scale, reprojection, seconds, report)
+
+    def _fit_carried(self, reduction: RigReduction, evidence: Evidence2D, mesh: SkinnedMesh | None,
+                     config: VideoFitConfig, starts: list[Motion], camera: PinholeCamera | None,
+                     progress: Callable[[float], None] | None) -> VideoFitResult:
+        """The fit of a big rig's bones that matter (`config` fixes the whole rig's axes), on the
+        whole rig: the left-out bones (fingers, face, twist bones) ride on their anchors from the
+        standing pose; the camera and scale are the fit's."""
+        started = time.perf_counter()
+        keep = reduction.keep
+        small_mesh = None if mesh is None else reduction.reduce_mesh(mesh)
+        small_starts = [reduction.reduce_motion(start) for start in starts] or None
+        fit = self.fit(reduction.rig, _reduced_evidence(evidence, keep), mesh=small_mesh, config=config,
+                       init=small_starts, camera=camera, progress=progress)
+        seconds = time.perf_counter() - started
+        frames = fit.motion.frame_count
+        report = {**fit.report, "joints": reduction.full.joint_count, "joints_fitted": int(keep.size),
+                  "seconds_per_frame": seconds / max(frames, 1)}
+        return VideoFitResult(reduction.expand_motion(fit.motion), fit.camera, fit.scale, fit.reprojection_px,
+                              seconds, report)
+
+
+def _reduced_evidence(evidence: Evidence2D, keep: np.ndarray) -> Evidence2D:
+    """The evidence of the kept joints only."""
+    return replace(evidence, points=np.asarray(evidence.points)[:, keep],
+                   confidence=np.asarray(evidence.confidence)[:, keep])
 
 
 def _checked_starts(rig: Rig, init: Motion | Sequence[Motion] | None, frames: int) -> list[Motion]:

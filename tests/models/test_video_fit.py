@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.core.camera import PinholeCamera
+from kirin.kirin_addon.core.canonical import canonical_rig
 from kirin.kirin_addon.core.motion import Motion, forward_kinematics, joint_positions
+from kirin.kirin_addon.core.rig_reduction import reduce_rig
 from kirin.kirin_addon.core.skinning import linear_blend_skinning, skin_matrices
 from kirin.kirin_addon.library.controllers.dispatch import generate
 from kirin.kirin_addon.library.families.build import build_creature
@@ -376,3 +378,60 @@ def test_the_pipeline_hands_its_fitter_plain_arrays(scene):
     for _, args, kwargs in calls:
         for value in [*args, *kwargs.values()]:
             assert not type(value).__module__.startswith("torch")
+
+
+# ---------------------------------------------------------------------------- any size (issue 31)
+def _filmed_walk(creature, frames: int = 12):
+    """A constructed walk of `creature` filmed from its side a little ahead; the body's own joints
+    (the built creature's 25, at the same indices on the grown one) tracked where visible."""
+    from kirin.kirin_addon.generate.pipeline import GeneratePipeline
+    from kirin.kirin_addon.generate.request import GenerateRequest
+    from kirin.kirin_addon.video.synth import Framing, frame_camera, render_motion
+
+    generate = GeneratePipeline(None)
+    walk = generate.run(generate.prepare(creature.rig, creature.mesh),
+                        GenerateRequest("a robot walking forward", frames=frames, seed=2))[0].motion
+    heads = joint_positions(creature.rig, walk)
+    camera = frame_camera(heads, (SIZE, SIZE), azimuth=0.3, elevation=np.radians(10), framing=Framing(40.0))
+    video = render_motion(creature.rig, creature.mesh, walk, camera, (SIZE, SIZE))
+    body = np.arange(build_creature("biped", 1).rig.joint_count)
+    confidence = np.zeros(video.keypoints.shape[:2])
+    confidence[:, body] = video.visibility[:, body]
+    evidence = Evidence2D((SIZE, SIZE), 30.0, video.keypoints, confidence, video.masks.astype(np.float32))
+    return evidence, camera, body
+
+
+def _tracked_pck(result: VideoFitResult, rig, evidence: Evidence2D, body: np.ndarray) -> tuple[float, float]:
+    """Median pixel error and PCK@0.1 of the tracked joints."""
+    projected = result.camera.project(joint_positions(rig, result.motion))
+    error = np.linalg.norm(projected - evidence.points, axis=-1)
+    seen = evidence.confidence > 0
+    diagonal = np.linalg.norm(np.ptp(evidence.points[:, body], axis=1), axis=-1)
+    return float(np.median(error[seen])), float(np.mean((error <= 0.1 * diagonal[:, None])[seen]))
+
+
+def test_a_256_bone_rig_fits_a_video_on_its_bones_that_matter():
+    """A 256-bone biped (fingers, twist bones, a face: benchmarks/big_rig.py) filmed walking, its body's
+    joints tracked and its silhouette seen: the fit moves at most 64 of its bones, the tracks are met
+    as well as on the 25-bone body alone, and the rest ride on their anchors."""
+    from kirin.benchmarks.big_rig import big_creature
+
+    small, creature = build_creature("biped", 1, naming="mixamo"), big_creature("biped", 1)
+    evidence, camera, body = _filmed_walk(small)
+    small_error, small_pck = _tracked_pck(fit_motion(small.rig, evidence, mesh=small.mesh, camera=camera),
+                                          small.rig, evidence, body)
+    rig = creature.rig
+    evidence, camera, body = _filmed_walk(creature)
+    result = fit_motion(rig, evidence, mesh=creature.mesh, camera=camera)
+    assert result.motion.joint_count == 256 and result.report["joints_fitted"] <= 64
+    assert result.report["joints"] == 256 and np.isfinite(result.motion.rotations).all()
+    error, tracked = _tracked_pck(result, rig, evidence, body)
+    assert error < 2.0 and tracked >= small_pck - 0.05, (error, tracked, small_error, small_pck)
+    # The bones the fit never moved ride on their anchors as at rest.
+    reduction = reduce_rig(rig, keep=np.concatenate([canonical_rig(rig).feet, body]))
+    dropped = np.setdiff1d(np.arange(256), reduction.keep)
+    assert dropped.size >= 150
+    pose = forward_kinematics(rig, result.motion)
+    anchors = reduction.anchor[dropped]
+    relative = np.linalg.inv(pose[:, anchors]) @ pose[:, dropped]
+    assert np.allclose(relative, (np.linalg.inv(rig.rest[anchors]) @ rig.rest[dropped])[None], atol=1e-6)
