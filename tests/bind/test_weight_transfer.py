@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from pose_support import random_poses
 
+from kirin.benchmarks.big_rig import big_creature
 from kirin.kirin_addon.bind.closest_surface import SurfaceIndex, closest_points
 from kirin.kirin_addon.bind.mesh_geometry import cotangent_laplacian, vertex_normals
 from kirin.kirin_addon.bind.skin_weights import limit_influences, to_dense, to_sparse
@@ -492,3 +493,23 @@ def test_seams_are_welded_so_inpainting_crosses_them():
     assert split.stats["welded_vertices"] == len(split_vertices) - len(mesh.vertices)
     assert not split.fallback.any() and split.inpainted.sum() == whole.inpainted[mesh.triangles.ravel()].sum()
     np.testing.assert_allclose(split.weights, whole.weights[mesh.triangles.ravel()], atol=1e-6)
+
+
+def test_a_256_bone_rig_transfers_every_bone():
+    """Issue 31's any size: a 256-bone biped (fingers, twist and face bones: benchmarks/big_rig.py) onto
+    a resampled copy of its skin: every bone that had skin has it, and the transferred weights pose the
+    copy as the exact ones do (the fingers too)."""
+    beast = big_creature("biped", 1)
+    mesh, rig = beast.mesh, beast.rig
+    weights = to_dense(mesh.joint_indices, mesh.joint_weights, rig.joint_count)
+    assert weights.shape[1] == 256
+    target, truth = resampled(mesh.vertices, mesh.triangles, weights)
+    result = transfer_weights(mesh.vertices, mesh.triangles, weights, target, mesh.triangles)
+    assert result.weights.shape == (len(target), 256) and rows_valid(result.weights)
+    assert result.stats["joints"] == 256 and not result.fallback.any()
+    skinned = weights.max(axis=0) > 0
+    assert np.array_equal(result.weights.max(axis=0) > 0, skinned)
+    assert skinned[beast.extras["fingers"]].all()
+    mean, worst = lbs_error(target, result.weights, limit_influences(truth, 4), random_poses(rig, 4),
+                            rig.body_size)
+    assert mean < 1e-4 and worst < 0.03
