@@ -92,7 +92,7 @@ def main() -> None:
         pipeline.run(
             prepared,
             GenerateRequest(prompt, frames=args.frames, seed=0),
-            SamplingOptions(clean=False, sampler=sampler, construct=False),
+            SamplingOptions(clean=False, sampler=sampler, construct=False, guard=False),
         )
 
     def constructed() -> None:  # what Generate Motion does with a gait prompt: the gait controllers

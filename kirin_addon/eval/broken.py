@@ -8,9 +8,10 @@ thresholds are in body sizes and seconds, so a ×100 armature or a 24 fps clip r
 
 - **frozen**: nothing moves. Each frame's joints are laid rigidly onto the first frame's (Kabsch), which
   takes out travel and turning; a clip whose every joint then stays within `frozen` (1 %) of a body size
-  of where it is most of the time is a statue, standing or sliding (an idle, which may only breathe,
-  within `frozen_still`, 0.05 %). A legged locomotion clip whose feet stay within `frozen_legs` (3 %) of
-  where they are relative to the body never steps, whatever else moves.
+  of where it is most of the time is a statue, standing or sliding; a clip asked for something in place
+  (an idle that only breathes, a tail wag), within `frozen_still` (0.05 %). A legged locomotion clip
+  whose feet stay within `frozen_legs` (3 %) of where they are relative to the body never steps,
+  whatever else moves.
 - **exploded**: the body (the mean of the joints, or of the vertices) faster than `root_speed` (20) body
   sizes per second in any frame; a joint or vertex further than `reach` (4) body sizes from the body;
   or bones that stretch: a bone's length (joint to parent, the joints a clip moves on purpose — IK
@@ -50,7 +51,7 @@ class BrokenLimits:
     """Where a clip counts as broken (module docstring); lengths in body sizes."""
 
     frozen: float = 0.01  # every joint's largest excursion with the body laid still
-    frozen_still: float = 0.0005  # the same for a clip asked to stand still (an idle breathes little)
+    frozen_still: float = 0.0005  # the same for a clip asked for something in place (an idle breathes)
     frozen_legs: float = 0.03  # a walk's feet relative to the body
     root_speed: float = 20.0  # body sizes per second
     reach: float = 4.0  # a point this far from the body has flown off
@@ -77,7 +78,8 @@ class ClipShape:
     (F,T,3): the points that plant (soles or foot joints) with the floor at `floor` (None: there is none
     to keep above — a swim, a flight — and feet find theirs as eval/gait.py does); `legged`: the clip
     asks for legged locomotion (its feet must plant). `vertices` (T,V,3): the deformed mesh, where
-    known; `still`: the clip is asked to stand still (an idle), which may move very little. `free`:
+    known; `still`: the clip is asked for something in place (no locomotion), which may move very
+    little. `free`:
     joints whose offset from their parent the clip moves on purpose. `names`: the joints' names, for
     the messages."""
 

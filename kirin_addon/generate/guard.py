@@ -3,7 +3,8 @@ frozen, exploded, floating, sinking) before it leaves the pipeline; a broken one
 other way — the network where construction broke, construction where the network broke and the prompt
 is one construction makes — and where that is broken too, or there is no other way, the request fails
 with a GenerationError that says what was wrong. A walk (any legged gait) asked of a rig whose legs
-cannot be found is refused before anything is made: with no legs there is nothing to plant.
+cannot be found is refused before anything is made: with no legs there is nothing to plant. Where the
+request keeps the user's keys (in-betweening) only an explosion counts: the keys decide the rest.
 
 The clip is judged in the rig's canonical frame (body size 1, +Z up): its joints, its skin (a strided
 share of the vertices, skinned here) where the rig has one, the floor where the rig stands at rest (none
@@ -25,7 +26,7 @@ from ..core.canonical import CanonicalRig
 from ..core.motion import Motion, forward_kinematics
 from ..core.rig import Rig
 from ..core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices
-from ..eval.broken import BrokenLimits, ClipShape, Finding, classify, describe
+from ..eval.broken import BrokenLimits, ClipShape, Finding, classify, describe, exploded
 from ..library.captions.clip_names import describe_clip_name
 from .network import GenerationError
 from .request import GenerateRequest
@@ -34,7 +35,6 @@ from .rig_roles import RoleError, detect_roles, planting_joints
 # The gaits that walk on legs: a prompt that asks for one of them wants feet that plant.
 LEGGED_GAITS = frozenset({"walk", "trot", "pace", "canter", "gallop", "rotary_gallop", "bound", "pronk",
                           "run", "tripod"})
-STANDING = frozenset({"idle"})  # what a prompt may ask that hardly moves
 AFLOAT = frozenset({"swim", "fly", "glide"})  # what moves free of the floor: nothing to sink through
 SKIN_POINTS = 200  # vertices of the skin the guard deforms (evenly spread): the floor and the reach
 
@@ -53,11 +53,10 @@ def asks_to_leave_the_floor(prompt: str | None) -> bool:
     return any(part.action in AFLOAT for part in describe_clip_name(prompt, "", "").parts())
 
 
-def asks_to_stand(prompt: str | None) -> bool:
-    """Whether a prompt asks only to stand in place (an idle), which may move very little."""
-    if not prompt:
-        return False
-    return all(part.action in STANDING for part in describe_clip_name(prompt, "", "").parts())
+def asks_to_travel(prompt: str | None) -> bool:
+    """Whether a prompt asks for locomotion (a gait, a swim, a flight) in any of its parts: a clip that
+    must move. One that asks only for something in place (an idle, a tail wag, a sniff) may move little."""
+    return asks_for_legs(prompt) or asks_to_leave_the_floor(prompt)
 
 
 @dataclass
@@ -68,15 +67,17 @@ class ClipGuard:
     rig: Rig  # the user's rig (armature space): the motions are on it
     mesh: SkinnedMesh | None  # its skin in armature space
     legged: bool  # the prompt asks for legged locomotion
-    still: bool  # the prompt asks only to stand still (an idle)
+    still: bool  # the prompt asks for no locomotion: something in place, which may move little
     afloat: bool  # the prompt asks for a swim or a flight: no floor to sink through
     feet: np.ndarray  # the joints that plant
+    keeps: bool = False  # the request keeps the user's keys: they decide where the body is
     limits: BrokenLimits = BrokenLimits()
 
     @classmethod
     def for_request(cls, canon: CanonicalRig, rig: Rig, mesh: SkinnedMesh | None,
-                    prompt: str | None) -> ClipGuard:
-        """The guard of a request; GenerationError when it asks a rig whose legs cannot be found to walk."""
+                    prompt: str | None, keeps: bool = False) -> ClipGuard:
+        """The guard of a request (`keeps`: it keeps the user's keys); GenerationError when it asks a rig
+        whose legs cannot be found to walk."""
         legged = asks_for_legs(prompt)
         try:
             roles = detect_roles(canon.rig)
@@ -86,7 +87,8 @@ class ClipGuard:
                 raise GenerationError(f"No clip was made for '{prompt}'. {exc} A walk needs legs whose feet "
                                       "reach the floor at rest.") from None
             feet = np.asarray(canon.feet, dtype=np.int64)
-        return cls(canon, rig, mesh, legged, asks_to_stand(prompt), asks_to_leave_the_floor(prompt), feet)
+        return cls(canon, rig, mesh, legged, not asks_to_travel(prompt), asks_to_leave_the_floor(prompt),
+                   feet, keeps)
 
     def shape(self, motion: Motion) -> ClipShape:
         """The clip as eval/broken.py reads it, in the canonical frame."""
@@ -112,9 +114,13 @@ class ClipGuard:
                          names=tuple(self.rig.names))
 
     def findings(self, motion: Motion) -> list[Finding]:
-        """What is broken about a motion on the rig (empty: nothing)."""
+        """What is broken about a motion on the rig (empty: nothing). Between the user's own keys only an
+        explosion is: the keys say where the body is, whether it stands still, where the feet are."""
         if motion.frame_count < 2:
             return []
+        if self.keeps:
+            blown = exploded(self.shape(motion), self.limits)
+            return [] if blown is None else [blown]
         return classify(self.shape(motion), self.limits)
 
     def sound(self, made: Sequence[Any], other: Callable[[], Sequence[Any] | None] | None,
@@ -151,6 +157,18 @@ class ClipGuard:
 
 def _first_lower(text: str) -> str:
     return text[:1].lower() + text[1:]
+
+
+class Unguarded:
+    """Stands in for a ClipGuard where every variant is wanted as made (SamplingOptions.guard False: the
+    network's or the controllers' own clips, broken or not, for evaluation)."""
+
+    def sound(self, made: Sequence[Any], other: Callable[[], Sequence[Any] | None] | None,
+              way: str, other_way: str) -> list[Any]:
+        return list(made)
+
+
+UNGUARDED = Unguarded()
 
 
 def without_extras(request: GenerateRequest) -> GenerateRequest | None:

@@ -32,7 +32,7 @@ from ..core.skinning import SkinnedMesh
 from ..library.captions.phrasing import stated_direction
 from .construct import construct_motion
 from .features import CONTACT, motion_features
-from .guard import ClipGuard, without_extras
+from .guard import UNGUARDED, ClipGuard, without_extras
 from .map_back import Start, nearest_legs, on_rig, pin_kept
 from .network import GenerationError, KeptFeatures, MotionNetwork, Progress, SampleRequest, token_layout
 from .plan import plan_prompt
@@ -96,6 +96,7 @@ class SamplingOptions:
     bank: MotionBank | None = None  # the library to retrieve from; None: the pipeline's own
     retrieval: RetrievalConfig | None = None  # None: the defaults
     construct: bool = True  # by construction where the prompt asks only for gaits (or an idle, a jump)
+    guard: bool = True  # no broken variant (guard.py); False: each as made (evaluating the network itself)
 
 
 class GeneratePipeline:
@@ -158,7 +159,8 @@ class GeneratePipeline:
         network as it is."""
         options = options or SamplingOptions()
         # No variant the guard calls broken leaves here: it is made the other way, or the job fails.
-        guard = ClipGuard.for_request(prepared.canon, prepared.rig, prepared.mesh, request.prompt)
+        guard = ClipGuard.for_request(prepared.canon, prepared.rig, prepared.mesh, request.prompt,
+                                      keeps=request.keep is not None) if options.guard else UNGUARDED
         network = self.network
         sampled = None if network is None else (
             lambda: self._sampled(network, prepared, request, options, progress))

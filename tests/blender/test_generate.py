@@ -112,8 +112,7 @@ def generate(**kwargs):
 RIGS = {
     "fox": (asset_files("khronos_fox/*.glb"), "a fox trotting forward"),
     "cesium_man": (asset_files("khronos_cesiumman/*.glb"), "a person walking forward"),
-    "spider": (asset_files("luanti_spider/*.gltf"), "a spider crawling forward"),
-}
+}  # the spider, whose crawl may be refused as broken: test_generate_refusals.py
 
 
 @pytest.mark.parametrize("name", sorted(RIGS))
@@ -205,7 +204,9 @@ def test_inbetweening_without_keys_is_refused(creature):
 
 
 def test_loop_option_makes_a_cyclic_action(creature):
-    assert generate(loop=True) == {"FINISHED"}
+    # Not a trot: the network's looping trots on this creature float or freeze their legs as often as not,
+    # and the guard refuses those (kirin_addon/generate/guard.py); a loop is the network's alone.
+    assert generate(prompt="a wolf wagging its tail", loop=True) == {"FINISHED"}
     action = creature.animation_data.action
     assert action.use_cyclic and action.use_frame_range
 

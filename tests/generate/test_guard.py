@@ -13,9 +13,9 @@ from kirin.kirin_addon.core.motion import Motion
 from kirin.kirin_addon.core.rig import RigBuilder
 from kirin.kirin_addon.generate import pipeline as pipeline_module
 from kirin.kirin_addon.generate.features import motion_features
-from kirin.kirin_addon.generate.guard import ClipGuard, asks_for_legs, asks_to_leave_the_floor, asks_to_stand
+from kirin.kirin_addon.generate.guard import ClipGuard, asks_for_legs, asks_to_leave_the_floor, asks_to_travel
 from kirin.kirin_addon.generate.network import GenerationError, SampleRequest
-from kirin.kirin_addon.generate.pipeline import NEEDS_NETWORK, GeneratePipeline
+from kirin.kirin_addon.generate.pipeline import NEEDS_NETWORK, GeneratePipeline, SamplingOptions
 from kirin.kirin_addon.generate.request import GenerateRequest
 from kirin.kirin_addon.library.controllers.dispatch import generate
 from kirin.kirin_addon.library.families.build import build_creature
@@ -74,13 +74,14 @@ def stick():
     return rig, capsule_mesh(rig, radius_scale=0.2)
 
 
-def test_prompts_that_ask_for_legs_and_for_standing_still():
+def test_prompts_that_ask_for_legs_for_locomotion_and_to_leave_the_floor():
     for prompt in ("a wolf walking forward", "a robot running forward", "a husky walks, then sits down",
                    "a horse gallops", "trotting"):
         assert asks_for_legs(prompt), prompt
     for prompt in ("a bird flying forward", "a fish swimming forward", "a dog sits down", "a jump", "", None):
         assert not asks_for_legs(prompt), prompt
-    assert asks_to_stand("a dog standing idle") and not asks_to_stand("a dog walks, then idles")
+    assert asks_to_travel("a dog walks, then idles") and asks_to_travel("a koi swimming forward")
+    assert not asks_to_travel("a dog standing idle") and not asks_to_travel("a dog wagging its tail")
     assert asks_to_leave_the_floor("a koi swimming forward") and asks_to_leave_the_floor("a bat flying")
     assert not asks_to_leave_the_floor("a dog walks, then sits")
 
@@ -121,6 +122,10 @@ def test_a_frozen_network_clip_is_refused_naming_what_was_wrong(dog):
     made = GeneratePipeline(network_of(dog, moving=True)).run(prepared, GenerateRequest("a dog sniffs",
                                                                                        frames=40).check())
     assert len(made) == 1 and "guard" not in made[0].report
+    # Evaluating the network itself: its clip as made, broken or not.
+    sniff = GenerateRequest("a dog sniffs", frames=40).check()
+    raw = pipeline.run(prepared, sniff, SamplingOptions(guard=False))
+    assert len(raw) == 1 and np.ptp(raw[0].motion.rotations, axis=0).max() < 1e-6
 
 
 def test_a_broken_network_clip_is_made_by_construction_where_the_prompt_allows(dog):
@@ -132,11 +137,22 @@ def test_a_broken_network_clip_is_made_by_construction_where_the_prompt_allows(d
     assert [m.report["path"] for m in made] == ["constructed", "constructed"]
     assert made[0].report["guard"].startswith("by the network: The clip froze")
     assert made[0].report["guard"].endswith("Made by construction instead.")
-    # Kept keys: construction cannot honour them (the rest pose pinned to two walk keys glides).
-    with pytest.raises(GenerationError, match="made by the network is broken"):
-        keep = generate(dog, "walk", 2, frames=40).motion
-        pipeline.run(prepared, GenerateRequest("a dog trotting", IMAGE, frames=40, keep=keep,
-                                               keep_frames=[0, 39]).check())
+    # Kept keys decide where the body is: the rest pose pinned to two walk keys (it glides) is what
+    # in-betweening those keys with this network gives, and it is kept.
+    keep = generate(dog, "walk", 2, frames=40).motion
+    kept = pipeline.run(prepared, GenerateRequest("a dog trotting", IMAGE, frames=40, keep=keep,
+                                                  keep_frames=[0, 39]).check())
+    assert kept[0].report.get("path") != "constructed" and "guard" not in kept[0].report
+
+
+def test_between_the_users_keys_only_an_explosion_is_broken(dog):
+    prepared = GeneratePipeline(None).prepare(dog.rig, dog.mesh)
+    guard = ClipGuard.for_request(prepared.canon, prepared.rig, prepared.mesh, "a dog trotting", keeps=True)
+    held = Motion.rest(dog.rig, 30, 30.0)
+    assert guard.findings(held) == []  # frozen, but the keys say so
+    shot = np.arange(30)[:, None] * [0.0, -dog.rig.body_size, 0.0]  # 30 body sizes a second
+    away = Motion(30.0, held.root_positions + shot, held.rotations)
+    assert [f.kind for f in guard.findings(away)] == ["exploded"]
 
 
 def test_a_broken_constructed_clip_is_made_by_the_network_or_refused(dog, monkeypatch):

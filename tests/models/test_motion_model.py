@@ -10,6 +10,7 @@ import torch
 from cache_support import small_cache
 
 from kirin.kirin_addon.core.motion import joint_positions
+from kirin.kirin_addon.generate import pipeline as pipeline_module
 from kirin.kirin_addon.generate.features import CHANNELS, CONTACT, YAW, motion_features
 from kirin.kirin_addon.generate.network import GenerationError
 from kirin.kirin_addon.generate.pipeline import GeneratePipeline, SamplingOptions
@@ -74,6 +75,21 @@ def test_training_logs_checkpoints_and_resumes(trained):
     assert all(np.isfinite(line["total"]) for line in lines)
     card = json.loads((root / "run" / "model.json").read_text())
     assert card["step"] == 5 and len(card["mean"]) == CHANNELS
+
+
+@pytest.fixture(autouse=True)
+def unguarded(monkeypatch):
+    """The model trained here for a few steps samples noise: these tests check the sampler's mechanics
+    (seeds, guidance, inpainting, loops, retrieval), not its clips, so the pipeline's guard is stood down
+    for every call here, as SamplingOptions(guard=False) stands it down for one (the guard itself:
+    tests/generate/test_guard.py)."""
+    monkeypatch.setattr(pipeline_module, "ClipGuard", _Unguarded)
+
+
+class _Unguarded:
+    @classmethod
+    def for_request(cls, *args, **kwargs):
+        return pipeline_module.UNGUARDED
 
 
 @pytest.fixture(scope="module")
