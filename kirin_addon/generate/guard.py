@@ -39,24 +39,36 @@ AFLOAT = frozenset({"swim", "fly", "glide"})  # what moves free of the floor: no
 SKIN_POINTS = 200  # vertices of the skin the guard deforms (evenly spread): the floor and the reach
 
 
+# What moves along the ground without legs: it must move, but plants no feet.
+CREEPING = frozenset({"slither", "sidewind"})
+# The prompt is read with the names of a family whose aliases change no gait but a run (into a gallop,
+# still a gait on legs): a rig's own family would read a snake's "slither" as a walk, a fish's "walk" as
+# a swim — what is asked is what the words say.
+READ_AS = "dragon"
+
+
+def asked_actions(prompt: str | None) -> list[str]:
+    """The actions of a prompt's parts, as its words say them ("a snake slithering" → slither)."""
+    if not prompt:
+        return []
+    return [part.action for part in describe_clip_name(prompt, "", READ_AS).parts()]
+
+
 def asks_for_legs(prompt: str | None) -> bool:
     """Whether a prompt asks for legged locomotion (a walk, a trot, a run…) in any of its parts."""
-    if not prompt:
-        return False
-    return any(part.action in LEGGED_GAITS for part in describe_clip_name(prompt, "", "").parts())
+    return any(action in LEGGED_GAITS for action in asked_actions(prompt))
 
 
 def asks_to_leave_the_floor(prompt: str | None) -> bool:
     """Whether a prompt asks for a swim or a flight in any of its parts: the clip has no floor to keep."""
-    if not prompt:
-        return False
-    return any(part.action in AFLOAT for part in describe_clip_name(prompt, "", "").parts())
+    return any(action in AFLOAT for action in asked_actions(prompt))
 
 
 def asks_to_travel(prompt: str | None) -> bool:
-    """Whether a prompt asks for locomotion (a gait, a swim, a flight) in any of its parts: a clip that
-    must move. One that asks only for something in place (an idle, a tail wag, a sniff) may move little."""
-    return asks_for_legs(prompt) or asks_to_leave_the_floor(prompt)
+    """Whether a prompt asks for locomotion (a gait, a slither, a swim, a flight) in any of its parts: a
+    clip that must move. One that asks only for something in place (an idle, a tail wag, a sniff) may
+    move little."""
+    return any(action in LEGGED_GAITS | AFLOAT | CREEPING for action in asked_actions(prompt))
 
 
 @dataclass
@@ -82,6 +94,8 @@ class ClipGuard:
         try:
             roles = detect_roles(canon.rig)
             feet = np.array([j for j in planting_joints(roles) if j < rig.joint_count], dtype=np.int64)
+            # A crawl on legs (a spider's) is a walk: its feet plant; a snake's slither plants none.
+            legged = legged or any(action in CREEPING for action in asked_actions(prompt))
         except RoleError as exc:
             if legged:
                 raise GenerationError(f"No clip was made for '{prompt}'. {exc} A walk needs legs whose feet "

@@ -78,8 +78,17 @@ def test_prompts_that_ask_for_legs_for_locomotion_and_to_leave_the_floor():
     for prompt in ("a wolf walking forward", "a robot running forward", "a husky walks, then sits down",
                    "a horse gallops", "trotting"):
         assert asks_for_legs(prompt), prompt
-    for prompt in ("a bird flying forward", "a fish swimming forward", "a dog sits down", "a jump", "", None):
+    for prompt in ("a bird flying forward", "a fish swimming forward", "a dog sits down", "a jump", "", None,
+                   "a snake slithering forward", "a spider crawling forward"):
         assert not asks_for_legs(prompt), prompt
+    assert asks_to_travel("a snake slithering forward") and not asks_to_leave_the_floor("a snake slithering")
+    # A crawl plants the feet of a rig with legs, and is refused to none.
+    dog = build_creature("quadruped", 7)
+    prepared = GeneratePipeline(None).prepare(dog.rig, dog.mesh)
+    assert ClipGuard.for_request(prepared.canon, prepared.rig, prepared.mesh, "a dog crawling").legged
+    rig, mesh = stick()
+    post = GeneratePipeline(None).prepare(rig, mesh, procedural_frame(rig))
+    assert not ClipGuard.for_request(post.canon, post.rig, post.mesh, "a worm crawling forward").legged
     assert asks_to_travel("a dog walks, then idles") and asks_to_travel("a koi swimming forward")
     assert not asks_to_travel("a dog standing idle") and not asks_to_travel("a dog wagging its tail")
     assert asks_to_leave_the_floor("a koi swimming forward") and asks_to_leave_the_floor("a bat flying")
