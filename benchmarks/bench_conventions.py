@@ -27,7 +27,8 @@ def _stats(outcome) -> str:
     s = outcome.stats
     freq = "-" if s["frequency_hz"] is None else f"{s['frequency_hz']:.2f}"
     coupling = "-" if s["contralateral"] is None else f"{s['contralateral']:+.2f}"
-    return f"duty {s['duty']:.2f}  freq {freq} Hz  L/R {coupling}  speed {s['travel_speed']:.3f}"
+    return (f"duty {s['duty']:.2f}  freq {freq} Hz  L/R {coupling}  speed {s['travel_speed']:.3f}"
+            f"  heading {s['heading']:+.0f}°")
 
 
 def main() -> None:
@@ -53,7 +54,7 @@ def main() -> None:
             moved = compare(case.original, outcome)
             passed[mutant.name][0] += not moved
             passed[mutant.name][1] += 1
-            verdict = "pass" if not moved else "FAIL " + ", ".join(moved)
+            verdict = "pass" if not moved else f"FAIL {Path(path).stem}: " + ", ".join(moved)
             print(f"    {mutant.name:16s} {verdict}")
     print("\npasses per mutation:")
     for name, (good, total) in passed.items():

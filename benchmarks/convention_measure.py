@@ -40,6 +40,9 @@ BODY_VERTICES = 1500
 # (body sizes/s), absolute for the left/right coupling.
 RELATIVE = 0.10
 COUPLING = 0.10
+# Beyond the statistics: the walk goes the same way over the floor (a rig read backwards walks
+# tail first at the same speed), within this many degrees.
+HEADING = 30.0
 STATS = ("duty", "frequency_hz", "contralateral", "travel_speed")
 # 96 frames hold 1.5 strides (the measure's default least) only of walks above 0.47 Hz: a slow man's walk
 # (0.48 Hz) would have its frequency on some mutants and none on others. One stride (two touchdowns) is
@@ -177,8 +180,12 @@ def measure(mutant: Mutant, probe: Probe | None, creature: str) -> Outcome:
     described = zip(probe.soles, probe.sides, probe.ends, strict=True)
     feet = tuple(FootTrack(f"foot{k}", side, end, mean_of(sole))
                  for k, (sole, side, end) in enumerate(described))
-    gait = measure_gait(GaitInput(motion.fps, feet, mean_of(probe.body), 1.0), RULES)
-    return Outcome({name: getattr(gait, name) for name in STATS})
+    body = mean_of(probe.body)
+    gait = measure_gait(GaitInput(motion.fps, feet, body, 1.0), RULES)
+    stats = {name: getattr(gait, name) for name in STATS}
+    travel = body[-1, :2] - body[0, :2]
+    stats["heading"] = float(np.degrees(np.arctan2(travel[0], -travel[1])))  # 0: the original's forward
+    return Outcome(stats)
 
 
 def compare(original: Outcome, mutant: Outcome) -> list[str]:
@@ -194,11 +201,16 @@ def compare(original: Outcome, mutant: Outcome) -> list[str]:
             if (a is None) != (b is None):
                 moved.append(f"{name} {a} → {b}")
             continue
+        if name == "heading":
+            continue
         if name == "contralateral":
             if abs(b - a) > COUPLING:
                 moved.append(f"{name} {b - a:+.2f}")
         elif abs(b - a) > RELATIVE * max(abs(a), 1e-9):
             moved.append(f"{name} {100.0 * (b - a) / max(abs(a), 1e-9):+.0f}%")
+    turn = (mutant.stats["heading"] - original.stats["heading"] + 180.0) % 360.0 - 180.0
+    if abs(turn) > HEADING and original.stats["travel_speed"] > 0.05:
+        moved.append(f"heading {turn:+.0f}°")
     return moved
 
 

@@ -191,6 +191,12 @@ def _make_body(rig: Rig, heads: np.ndarray, tails: np.ndarray) -> _Body:
     words = {key: np.array([i[0][key] for i in info], dtype=bool) for key in (*_WORDS, "leg_ik")}
     aloft = words["face"] | words["head"] | words["finger"] | words["wing"]
     support = ~(aloft | words["tail"] | words["trunk"]) & (joints != rig.main_root)
+    # Where names say nothing ("Bone.007"), the shape does: limbs come in pairs, a tail or a neck alone.
+    unnamed = ~np.any(np.stack(list(words.values())), axis=0) & np.array([i[1] == 0 == i[2] for i in info])
+    unnamed &= np.array([not _has_word(_tokens(rig.names[j]), _LIMB_WORDS) for j in joints])
+    paired, digits = _paired(rig, joints, heads, tails)
+    support &= ~unnamed | (paired & ~digits)
+    words["finger"] |= unnamed & digits
     linked = parent >= 0
     lengths = np.linalg.norm(body_heads[linked] - body_heads[parent[linked]], axis=-1)
     if lengths.sum() > 1e-9:
@@ -212,6 +218,45 @@ def _make_body(rig: Rig, heads: np.ndarray, tails: np.ndarray) -> _Body:
         centre=centre,
         order=np.argsort(_depths(parent), kind="stable"),
     )
+
+
+def _paired(rig: Rig, joints: np.ndarray, heads: np.ndarray,
+            tails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) each body joint lies on a limb that has a twin, and (n,) on a digit. A limb: an unbranched
+    chain ending in a leaf; its twin: another with as many bones and about its length (±20 %). Legs and
+    arms come in pairs; a tail, a neck with its head, a trunk come alone. Digits (fingers, toes): limbs
+    three or more to a joint that has a twin itself (a hand, a paw; not a spider's body, which is one).
+    Read from the bones alone, whichever way is up."""
+    tops = np.array([_limb_top(rig, int(j)) for j in joints])
+    chains: dict[int, tuple[int, float]] = {}
+    for top in set(tops.tolist()):
+        rows = np.flatnonzero(tops == top)
+        members = set(joints[rows].tolist())
+        if any(c not in members for j in members for c in rig.children[j]) and len(rows) > 1:
+            continue  # the chain branches below: not a limb's end
+        order = rows[np.argsort(rig.depth[joints[rows]])]
+        points = np.concatenate([heads[joints[order]], tails[joints[order[-1:]]]])
+        chains[top] = (len(order), float(np.linalg.norm(np.diff(points, axis=0), axis=1).sum()))
+    twins, digits = set(), set()
+    for top, (count, length) in chains.items():
+        for other, (count2, length2) in chains.items():
+            if other != top and count2 == count and abs(length2 - length) <= 0.2 * max(length, length2):
+                twins.add(top)
+                break
+        parent = int(rig.parents[top])
+        siblings = [k for k in rig.children[parent] if k in chains] if parent >= 0 else []
+        if len(siblings) >= 3 and _has_twin(rig, parent):
+            digits.add(top)
+    return np.array([int(t) in twins for t in tops]), np.array([int(t) in digits for t in tops])
+
+
+def _has_twin(rig: Rig, joint: int) -> bool:
+    """Another joint at the same depth with as many joints below it and about its length (±20 %): the
+    other side's hand of a hand."""
+    lengths = rig.lengths
+    same = (rig.depth == rig.depth[joint]) & (rig.descendant_count == rig.descendant_count[joint])
+    same &= np.abs(lengths - lengths[joint]) <= 0.2 * np.maximum(lengths, lengths[joint])
+    return int(np.count_nonzero(same)) >= 2
 
 
 def _depths(parent: np.ndarray) -> np.ndarray:

@@ -351,13 +351,18 @@ def _trim_end(rig: Rig, chain: list[int]) -> list[int]:
 
 def _arms(rig: Rig, pelvis: int, taken: np.ndarray) -> list[list[int]]:
     """Chains from the upper body sideways to the hands (clavicle, upper arm, forearm, hand): the free
-    path from the pelvis to the leaf furthest out on each side, from its first joint off the midline."""
+    path from the pelvis to the leaf furthest out on each side, from where it leaves the body."""
     arms = []
     for side in (LEFT, RIGHT):
         path = _forward_path(rig, pelvis, taken, lambda h, s=side: s * h[0])
         if not path or side * rig.heads[path[-1], 0] < 0.15:
             continue
-        start = next((k for k, j in enumerate(path) if side * rig.heads[j, 0] > 0.01), None)
+        # The arm leaves the body where the path last branches near the midline (the chest, or a neck
+        # the shoulders hang from); a spine that drifts off the midline is no clavicle.
+        forks = [k for k, j in enumerate(path[:-1]) if side * rig.heads[j, 0] <= 0.05
+                 and sum(1 for c in rig.children[j] if not taken[c]) >= 2]
+        start = forks[-1] + 1 if forks else next(
+            (k for k, j in enumerate(path) if side * rig.heads[j, 0] > 0.01), None)
         if start is None or start == 0:
             continue
         arm = path[start:start + 4]
@@ -435,7 +440,8 @@ def detect_roles(rig: Rig) -> RigRoles:
     for j in axial:
         taken[j] = True
     tail = _trim_end(work, _forward_path(work, pelvis, taken, lambda h: h[1] - 0.2 * h[2]))
-    if tail and work.heads[tail[-1], 1] - work.heads[pelvis, 1] < 0.1:
+    # A tail reaches back from the midline (not the fingers of a hand hanging behind the hips).
+    if tail and (work.heads[tail[-1], 1] - work.heads[pelvis, 1] < 0.1 or abs(work.heads[tail[0], 0]) > 0.05):
         tail = []
     return RigRoles(work, rig.joint_count, family, pelvis, spine, neck, head, tail, legs, arms, followers)
 
