@@ -264,3 +264,32 @@ def test_a_missing_pose_prior_is_a_clear_503(tmp_path):
     with pytest.raises(JobError) as info:
         service.prior()
     assert info.value.status == 503 and str(tmp_path) in info.value.message
+
+
+# ----------------------------------------------------------------------------- any size (issue 31)
+def test_a_256_bone_rig_is_dragged_and_a_257_bone_one_refused(pose_client):
+    """Over HTTP with the shipped prior: a 256-bone biped (fingers, twist bones, a face) with its mesh,
+    fingers curled, gets its hand dragged to a target; the fingers come along curled. One bone more
+    is refused with a message that says how many Kirin handles."""
+    from kirin.benchmarks.big_rig import big_creature
+    from kirin.kirin_addon.core.rotations import quat_from_axis_angle
+
+    creature = big_creature("biped", 1)
+    rig = creature.rig
+    rotations = quat_identity((1, rig.joint_count))
+    fingers = creature.extras["fingers"]
+    rotations[0, fingers] = quat_from_axis_angle(np.array([1.0, 0.0, 0.0]), np.radians(30.0))
+    curled = Motion(30.0, rig.heads[rig.main_root][None], rotations)
+    hand = creature.limbs_of("arm")[0].joints[-1]
+    before = joint_positions(rig, curled)[0]
+    target = before[hand] + np.array([0.0, -0.1, -0.15])
+    result = pose_client.project_pose(rig, PoseProjectRequest(curled, {hand: target}), mesh=creature.mesh)
+    assert result.motion.joint_count == 256 and result.reached, result.message
+    after = joint_positions(rig, result.motion)[0]
+    assert np.linalg.norm(after[hand] - target) < 0.02 * rig.body_size
+    # The prior corrects the finger bones it sees by a few degrees at most; the curl stays.
+    assert rotation_angles(result.motion.rotations[0, fingers], rotations[0, fingers]).max() < 5.0
+    bigger = big_creature("biped", 1, total=257)
+    with pytest.raises(BackendError, match="rig.names.*at most 256.*257") as refused:  # the add-on says
+        pose_client.project_pose(bigger.rig, PoseProjectRequest(Motion.rest(bigger.rig), {hand: target}))
+    assert 400 <= refused.value.status < 500  # it first (read_rig: "257 bones; Kirin handles at most 256")

@@ -123,6 +123,25 @@ def test_mesh_and_motion_round_trip(creature):
         motion_from_json(zero, rig.joint_count)
 
 
+def test_a_256_bone_rig_travels_and_one_bone_more_is_refused():
+    """Issue 31's any size: 256 bones (fingers, twist bones, a face) with their skin and a keyed motion
+    cross the wire exactly; 257 get the add-on's own words."""
+    from kirin.benchmarks.big_rig import big_creature
+    from kirin.kirin_addon.backend.protocol import generate_from_json
+
+    creature = big_creature("biped", 1)
+    keep = Motion.rest(creature.rig, 4)
+    request = GenerateRequest("a robot waves", frames=8, keep=keep)
+    body = generate_to_json(creature.rig, request, creature.mesh)
+    rig, mesh, request = generate_from_json(body)
+    assert rig.joint_count == 256 and np.array_equal(rig.rest, creature.rig.rest)
+    assert np.array_equal(mesh.joint_indices, creature.mesh.joint_indices)
+    assert request.keep.joint_count == 256
+    bigger = big_creature("biped", 1, total=257).rig
+    with pytest.raises(ProtocolError, match="The armature has 257 bones; Kirin handles at most 256"):
+        rig_from_json(rig_to_json(bigger))
+
+
 def test_generate_request_is_plain_json(creature):
     import json
 
