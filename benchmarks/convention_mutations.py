@@ -280,11 +280,11 @@ def renamed(rig: Rig, mesh: SkinnedMesh, body: Anatomy, style: str) -> Mutant:
         names.append(name)
     out = _rig(rig, names=unique_names(names))
     if style == "rigify":
-        out = _rigify_copies(out, body)
+        out = rigify_copies(out, body)
     return Mutant(f"names_{style}", out, mesh)
 
 
-def _rigify_copies(rig: Rig, body: Anatomy) -> Rig:
+def rigify_copies(rig: Rig, body: Anatomy) -> Rig:
     """Rigify's generated bones beside the deforming ones, all under a non-deforming `root` on the floor
     (the rig's own root hangs from it): an ORG- copy of every DEF- bone (its own hierarchy) and MCH- IK
     copies of the legs' bones (under the ORG- girdle)."""
