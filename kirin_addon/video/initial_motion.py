@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ..core.canonical import canonical_rig
 from ..core.json_values import plain
 from ..core.motion import Motion
 from ..core.rig import Rig
+from ..core.rig_reduction import reduce_rig
 from ..core.skinning import SkinnedMesh
 from ..eval import footage
 from .evidence import Evidence2D
@@ -56,9 +58,13 @@ def idm_start(load: IDMLoader | None, rig: Rig, mesh: SkinnedMesh | None, eviden
         report(0.07 + 0.07 * min(max(float(fraction), 0.0), 1.0),
                message or "training the rig's inverse-dynamics model")
 
+    # A rig of more than 64 bones: the model is trained for its bones that matter; the rest ride on them.
+    reduction = reduce_rig(rig, keep=canonical_rig(rig).feet)
     try:
-        model = load(rig, mesh, progress=progress)
+        small_mesh = None if mesh is None else reduction.reduce_mesh(mesh)
+        model = load(reduction.rig, small_mesh, progress=progress)
         motion = model.predict(evidence.silhouettes, image_size=evidence.image_size, fps=evidence.fps)
+        motion = reduction.expand_motion(motion)
     except ValueError as exc:  # IDMError: the fit starts from rest instead
         notes["idm"] = f"not used: {exc}"
         return None

@@ -435,3 +435,31 @@ def test_a_256_bone_rig_fits_a_video_on_its_bones_that_matter():
     anchors = reduction.anchor[dropped]
     relative = np.linalg.inv(pose[:, anchors]) @ pose[:, dropped]
     assert np.allclose(relative, (np.linalg.inv(rig.rest[anchors]) @ rig.rest[dropped])[None], atol=1e-6)
+
+
+def test_a_256_bone_rigs_inverse_dynamics_model_is_trained_for_its_bones_that_matter():
+    """The IDM start (trained per rig: minutes) sees at most 64 bones of a 256-bone rig; its prediction
+    comes back on every bone."""
+    from kirin.benchmarks.big_rig import big_creature
+    from kirin.kirin_addon.video.initial_motion import idm_start
+
+    creature = big_creature("biped", 1)
+    given = []
+
+    class Model:
+        def __init__(self, rig):
+            self.rig = rig
+
+        def predict(self, silhouettes, *, image_size, fps):
+            return Motion.rest(self.rig, len(silhouettes), fps)
+
+    def load(rig, mesh, progress=None):
+        given.append((rig.joint_count, int(mesh.joint_indices.max()) + 1))
+        return Model(rig)
+
+    evidence = Evidence2D((SIZE, SIZE), 30.0, np.zeros((5, 256, 2)), np.zeros((5, 256)),
+                          np.ones((5, 8, 8), np.float32))
+    notes: dict = {}
+    motion = idm_start(load, creature.rig, creature.mesh, evidence, lambda *a: None, notes)
+    assert given and given[0][0] <= 64 and given[0][1] <= given[0][0]
+    assert motion.joint_count == 256 and motion.frame_count == 5 and notes["idm"]["used"]
