@@ -36,7 +36,7 @@ import numpy as np
 
 from .canonical import CanonicalFrame
 from .motion import Motion, forward_kinematics, motion_from_world_deltas, motion_from_world_transforms
-from .rig import Rig
+from .rig import Rig, RigError
 from .rotations import matrix_to_quat
 from .skinning import SkinnedMesh
 
@@ -185,8 +185,9 @@ def reduce_rig(rig: Rig, limit: int = WORKING_JOINTS, keep: np.ndarray | list[in
         local = np.where(same[:, None, None], rig.rest_local[chosen], derived)
     small = Rig([rig.names[j] for j in chosen], parents, rig.rest[chosen], rig.tails[chosen],
                 rig.deform[chosen], None, local)
-    if small.names[small.main_root] != rig.names[rig.main_root]:
-        raise ValueError(f"Reducing the rig lost its main root {rig.names[rig.main_root]!r}.")
+    if small.names[small.main_root] != rig.names[rig.main_root]:  # another root's tree kept more bones
+        raise RigError(f"Kirin works on at most {limit} bones of a rig, and those of this one would not keep "
+                       f"{rig.names[rig.main_root]!r} as its main root: parent the other roots' bones to it.")
     return RigReduction(rig, chosen, small, anchor)
 
 
