@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -113,6 +114,7 @@ class Measured:
 # ----------------------------------------------------------------------------- the character's feet and trunk
 FOOT_WORDS = ("foot", "ankle")
 SOLE = 0.02  # body sizes: a rest vertex this close to the floor is a sole's
+ANKLE = 0.12  # of the character's height: a foot's joints are lower (an ankle ~5 %, a knee ~27 %)
 
 
 def joint_feet(character: support.Character) -> list[support.Foot]:
@@ -266,6 +268,7 @@ def joint_gait(measured: Measured, joints: list[int], size: float):
 
 # ----------------------------------------------------------------------------- sources
 LOOPS = 3  # a game clip that walks in place is played this many times over (gait.py needs 1.5 cycles)
+GAIT_WORDS = re.compile(r"\bwalk|\brun\b|\bjog", re.IGNORECASE)
 
 
 @dataclass
@@ -278,6 +281,7 @@ class Source:
     mesh: bool = False  # measured on a mesh (else on a skeleton's joints)
     loop: bool = False  # a game clip in place: played LOOPS times, and so is its retargeted clip
     body_size: float = 1.0
+    gait: bool = False  # a walk or a run (CMU's description of the trial; the glTF clips all are)
     reason: str | None = None
 
 
@@ -288,9 +292,11 @@ def source_clips(assets: Path, per_subject: int | None, only: list[str] | None) 
         for f in found:
             by_subject.setdefault(f.stem.split("_")[0], []).append(f)
         found = [f for files in by_subject.values() for f in files[:per_subject]]
-    sources = [Source(f, None, f.stem) for f in found]
-    sources += [Source(assets / f, clip, f"{Path(f).stem}:{clip or 'clip'}") for f, clip in GLTF_SOURCES
-                if (assets / f).is_file()]
+    texts = support.cmu_descriptions(assets / support.CMU_DESCRIPTIONS)
+    texts["01_01"] = texts.get("001_01", "")  # the same trial (forward jumps, turn around), other naming
+    sources = [Source(f, None, f.stem, gait=bool(GAIT_WORDS.search(texts.get(f.stem, "")))) for f in found]
+    sources += [Source(assets / f, clip, f"{Path(f).stem}:{clip or 'clip'}", gait=True)
+                for f, clip in GLTF_SOURCES if (assets / f).is_file()]
     if only:
         sources = [s for s in sources if any(o.lower() in s.name.lower() for o in only)]
     return sources
@@ -352,12 +358,25 @@ def _relative(value, reference) -> float | None:
     return abs(value - reference) / abs(reference)
 
 
+def ankle(rigged_info: Rigged, joint: int) -> int:
+    """The topmost joint of a foot above `joint` (its sole's bone): up the parents while they stay low
+    (below ANKLE of the character's height) and above it. A toe's sole bone becomes its ankle, so both
+    sides of a pair are measured at one level of the foot (a toe stays down longer than an ankle)."""
+    character = rigged_info.character
+    heights = character.reference[:, 2] - character.floor
+    tall = float(np.ptp(character.reference[:, 2])) or 1.0
+    j = joint
+    while (p := int(character.rig.parents[j])) >= 0 and heights[j] <= heights[p] < ANKLE * tall:
+        j = p
+    return j
+
+
 def mapped_feet(target: Rigged, source: Source, mapping: dict) -> tuple[list[int], list[int]] | None:
-    """The target's foot bones and the source joints they follow (a foot bone left unmapped: its nearest
-    mapped ancestor); None when a foot follows nothing."""
+    """The target's ankles and the source joints they follow (an ankle left unmapped: its nearest mapped
+    ancestor); None when a foot follows nothing."""
     rig = target.character.rig
     ours, theirs = [], []
-    for j in target.foot_joints:
+    for j in (ankle(target, j) for j in target.foot_joints):
         k = j
         while k >= 0 and not mapping.get(rig.names[k]):
             k = int(rig.parents[k])
@@ -414,7 +433,7 @@ def run_pair(target: Rigged, source: Source) -> dict:
     frames = played(action, source.loop)
     measured = measure_clip(target, action, frames)
     row = compare(source, target, measured, report["mapping"])
-    row.update(read_as=report["read_as"], mapped=report["mapped"], reason=None)
+    row.update(read_as=report["read_as"], mapped=report["mapped"], gait=source.gait, reason=None)
     bpy.data.actions.remove(action)
     return row
 
@@ -467,6 +486,13 @@ def line(row: dict) -> str:
 
 
 def summary(rows: list[dict]) -> dict:
+    """Pairs passing each criterion of those judged; `gaits`: the same over the walks and runs."""
+    out = _tally(rows)
+    out["gaits"] = _tally([r for r in rows if r.get("gait")])
+    return out
+
+
+def _tally(rows: list[dict]) -> dict:
     measured = [r for r in rows if not r.get("reason")]
     out = {"pairs": len(rows), "measured": len(measured), "failed": len(rows) - len(measured)}
     for key in ("trunk_ok", "floor_ok", "duty_ok", "freq_ok"):
@@ -483,8 +509,11 @@ def summary_text(info: dict) -> str:
              "floor_ok": f"on the floor (lowest sole within {FLOOR_MAX:.0%} of body size)",
              "duty_ok": f"duty within {RATE_MAX:.0%}", "freq_ok": f"stride frequency within {RATE_MAX:.0%}",
              "all": "every criterion"}
-    lines = [f"{info['pairs']} pairs, {info['measured']} measured, {info['failed']} failed to run"]
-    lines += [f"  {names[k]}: {info[k]['pass']}/{info[k]['of']}" for k in names]
+    lines = []
+    for title, part in (("every clip", info), ("walks and runs", info["gaits"])):
+        lines.append(f"{title}: {part['pairs']} pairs, {part['measured']} measured, "
+                     f"{part['failed']} failed to run")
+        lines += [f"  {names[k]}: {part[k]['pass']}/{part[k]['of']}" for k in names]
     return "\n".join(lines)
 
 

@@ -161,6 +161,7 @@ class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
                   "forward_axis": conventions.forward_axis, "unit": conventions.unit,
                   "height": conventions.height, "reference_frame": conventions.reference,
                   "floor_shift": retargeted.floor_shift, "root_scale": result.root_scale,
+                  "feet_aligned": retargeted.feet, "feet_held": retargeted.held,
                   "read_as": conventions.describe(), "warnings": list(result.warnings)}
         try:
             Path(bpy.path.abspath(self.report_file)).write_text(json.dumps(report))

@@ -36,18 +36,20 @@ from ..core.motion import Motion, forward_kinematics, motion_from_world_transfor
 from ..core.rest_pose_cues import body_joints
 from ..core.rig import Rig, posed_rig
 from ..core.rotations import quat_identity
-from .foot_alignment import feet_to_ground
+from .feet import feet_to_ground, hold_feet
 from .retargeter import (
     RetargetResult,
-    ground_motion,
+    finish,
+    ground_pose,
     rest_alignment,
     retarget_pair,
     scale_joint,
-    transfer,
+    target_pose,
 )
 
 SAMPLED_POSES = 24  # poses spread over the clip, besides its first four (a take's opening T-pose)
 REST_AGREES = 0.25  # a rest that stands along the up axis of this share of the poses is kept
+TALLEST = 0.95  # a standing pose's centre is at least this share of the clip's highest above its feet
 HUMAN_HEIGHT = 1.7  # metres: what a BVH's unit is guessed from
 # Units a motion file may be in, metres per unit; "CMU" is the CMU database's 0.45 inch.
 UNITS = {"m": 1.0, "dm": 0.1, "cm": 0.01, "mm": 0.001, "in": 0.0254, "ft": 0.3048, "CMU": 0.0254 / 0.45}
@@ -98,6 +100,21 @@ def _standing_height(rig: Rig, frame: CanonicalFrame) -> float:
     return float(along.max() - along.min())
 
 
+def _standing_frame(rig: Rig, pose: np.ndarray, frames: list[int], best: dict,
+                    world_matrix: np.ndarray | None) -> int:
+    """Of the sampled frames that stand along the voted up axis, one that stands tallest (the body's
+    centre within TALLEST of its highest above the lowest joint: not sitting, crouching, hanging from
+    a bar with the legs tucked), and of those the one whose canonical cues are strongest."""
+    joints = body_joints(rig)
+    lift = {}
+    for f in frames:
+        up = detect_canonical_frame(posed_rig(rig, pose[f]), world_matrix, up=best[f][0]).rotation[2]
+        heights = pose[f, joints, :3, 3] @ up
+        lift[f] = float(heights.mean() - heights.min())
+    tallest = max(lift.values())
+    return max((f for f in frames if lift[f] >= TALLEST * tallest), key=lambda f: best[f][2])
+
+
 def read_conventions(rig: Rig, motion: Motion, world_matrix: np.ndarray | None = None,
                      unit: str | None = None, samples: int = SAMPLED_POSES) -> FileConventions:
     """Up, forward, height and unit of a motion file's skeleton, and a rest that stands (module
@@ -115,7 +132,7 @@ def read_conventions(rig: Rig, motion: Motion, world_matrix: np.ndarray | None =
     else:
         strength = {label: sum(best[f][2] for f in frames if best[f][0] == label) for label in votes}
         up = max(votes, key=lambda label: (votes[label], strength[label]))
-        reference = max((f for f in frames if best[f][0] == up), key=lambda f: best[f][2])
+        reference = _standing_frame(rig, pose, [f for f in frames if best[f][0] == up], best, world_matrix)
         standing = posed_rig(rig, pose[reference])
         clip = motion_from_world_transforms(standing, pose, motion.fps)
     frame = detect_canonical_frame(standing, world_matrix, up=up)
@@ -129,19 +146,20 @@ def read_conventions(rig: Rig, motion: Motion, world_matrix: np.ndarray | None =
 @dataclass
 class FileRetarget:
     """A motion file's clip retargeted: the result, how the file was read, how far the clip was moved
-    to stand on the target's floor (target units, along its up)."""
+    to stand on the target's floor (target units, along its up), the feet laid flat and held."""
 
     result: RetargetResult
     conventions: FileConventions
     floor_shift: float
     feet: list[str] = field(default_factory=list)  # target joints aligned where the source's feet are planted
+    held: list[str] = field(default_factory=list)  # of them, the feet held by leg IK while planted
 
 
 def retarget_file_motion(conventions: FileConventions, target: Rig, target_frame: CanonicalFrame,
                          mapping: dict[str, str | None] | None = None,
                          align_rest: bool = True) -> FileRetarget:
-    """The file's clip (read by `read_conventions`) on `target`: retargeted from the standing source, the
-    feet aligned where the source's are planted (`foot_alignment`), then put on the target's floor."""
+    """The file's clip (read by `read_conventions`) on `target`: retargeted from the standing source, put
+    on the target's floor, the feet aligned where the source's are planted and held there (`feet`)."""
     source, motion, frame = conventions.rig, conventions.motion, conventions.frame
     pair = retarget_pair(source, motion, target, mapping, frame, target_frame)
     feet: list[int] = []
@@ -149,7 +167,10 @@ def retarget_file_motion(conventions: FileConventions, target: Rig, target_frame
         align, feet = feet_to_ground(pair, rest_alignment(pair.source, pair.target, pair.mapped))
     else:
         align = quat_identity((pair.target.joint_count,))
-    result = transfer(pair, align)
-    hips = scale_joint(pair.source, pair.target, pair.mapped)
-    result.motion, shift = ground_motion(target, target_frame, result.motion, hips)
-    return FileRetarget(result, conventions, shift, [target.names[j] for j in feet])
+    pose = target_pose(pair, align)
+    shift = ground_pose(pair.target, pose, scale_joint(pair.source, pair.target, pair.mapped))
+    held = hold_feet(pair, pose, feet) if feet else []
+    result = finish(pair, pose)
+    names = target.names
+    return FileRetarget(result, conventions, shift / target_frame.scale, [names[j] for j in feet],
+                        [names[j] for j in held])

@@ -155,10 +155,28 @@ def retarget_pair(source: Rig, motion: Motion, target: Rig, mapping: dict[str, s
     return RetargetPair(src, src_motion, tgt, dict(mapping), mapped, source_frame, target_frame)
 
 
-def transfer(pair: RetargetPair, align: np.ndarray, scale_root: bool = True) -> RetargetResult:
-    """The source motion on the target: each mapped target joint turned by its source joint's world
-    delta after `align` ((J_target,4): `rest_alignment`, or identities), the root path scaled by the
-    ratio of hip heights."""
+@dataclass
+class TargetPose:
+    """The clip on the canonical target before it becomes basis rotations: each joint's world rotation
+    per frame, the root path, and how the joints placed otherwise than by their parent are placed."""
+
+    world: np.ndarray  # (T,J,3,3) world rotations
+    root: np.ndarray  # (T,3) the main root's head
+    carrier: np.ndarray  # (J,) `carriers`
+    extra: np.ndarray  # (T,J,3) offsets from where parent or carrier put a joint (`_source_offsets`)
+    placed: np.ndarray  # (J,) joints that get locations: carried, or moved by their own offsets
+    root_scale: float
+    warnings: list[str]
+
+    def positions(self, target: Rig) -> np.ndarray:
+        """(T,J,3) every joint's head."""
+        return _carried_positions(target, self.world, self.root, self.carrier, self.extra)
+
+
+def target_pose(pair: RetargetPair, align: np.ndarray, scale_root: bool = True) -> TargetPose:
+    """The source motion on the canonical target: each mapped target joint turned by its source joint's
+    world delta after `align` ((J_target,4): `rest_alignment`, or identities), the root path scaled by
+    the ratio of hip heights."""
     src, tgt, mapped, src_motion = pair.source, pair.target, pair.mapped, pair.motion
     warnings: list[str] = []
     src_deltas = quat_to_matrix(world_deltas(src, src_motion))  # (T,Js,3,3)
@@ -175,7 +193,6 @@ def transfer(pair: RetargetPair, align: np.ndarray, scale_root: bool = True) -> 
 
     # Root trajectory: the target's highest mapped joint (the hips, also below an unmapped ground
     # root bone) moves as its source joint does, scaled by the ratio of the hips' heights.
-    main = tgt.main_root
     driver = int(mapped[anchor_joint(tgt, mapped)])
     src_pose = forward_kinematics(src, src_motion)
     displacement = src_pose[:, driver, :3, 3] - src.heads[driver]
@@ -186,11 +203,38 @@ def transfer(pair: RetargetPair, align: np.ndarray, scale_root: bool = True) -> 
             root_scale = hip_height(tgt, hips) / hip_height(src, int(mapped[hips]))
         else:
             warnings.append("One rig has no legs to measure; the root path is scaled by body size only.")
-    root_canonical = tgt.heads[main] + root_scale * displacement
-    rotations, translations = _basis(pair, world, root_canonical, root_scale * _source_offsets(src, src_pose))
-    root_positions = pair.target_frame.from_canonical_points(root_canonical)
-    out = Motion(src_motion.fps, root_positions, rotations, translations)
-    return RetargetResult(out, dict(pair.mapping), root_scale, pair.source_frame, pair.target_frame, warnings)
+    root = tgt.heads[tgt.main_root] + root_scale * displacement
+    carrier, extra, placed = _placements(pair, root_scale * _source_offsets(src, src_pose))
+    return TargetPose(world, root, carrier, extra, placed, root_scale, warnings)
+
+
+def transfer(pair: RetargetPair, align: np.ndarray, scale_root: bool = True) -> RetargetResult:
+    """The source motion on the target (`target_pose`), as the target's own motion."""
+    return finish(pair, target_pose(pair, align, scale_root))
+
+
+def finish(pair: RetargetPair, pose: TargetPose) -> RetargetResult:
+    """A target pose as the target's motion: basis rotations (the inverse-bind correction on the
+    canonical target equals the target's own), locations where a bone is placed by more than its
+    parent, the root path back in the target's units."""
+    tgt = pair.target
+    if not pose.placed.any():
+        deltas = pose.world @ np.swapaxes(tgt.rest_rotations, -1, -2)[None]
+        rotations = motion_from_world_deltas(tgt, matrix_to_quat(deltas), pose.root, 1.0).rotations
+        translations = None
+    else:
+        full = np.zeros(pose.world.shape[:2] + (4, 4))
+        full[..., :3, :3], full[..., 3, 3] = pose.world, 1.0
+        full[..., :3, 3] = pose.positions(tgt)
+        out = motion_from_world_transforms(tgt, full, 1.0)
+        moved = np.zeros(full.shape[:2] + (3,))
+        if out.translations is not None:
+            moved[:, pose.placed] = out.translations[:, pose.placed] / pair.target_frame.scale
+        rotations, translations = out.rotations, (moved if np.any(moved) else None)
+    root_positions = pair.target_frame.from_canonical_points(pose.root)
+    motion = Motion(pair.motion.fps, root_positions, rotations, translations)
+    return RetargetResult(motion, dict(pair.mapping), pose.root_scale, pair.source_frame, pair.target_frame,
+                          list(pose.warnings))
 
 
 def _source_offsets(source: Rig, pose: np.ndarray) -> np.ndarray:
@@ -206,32 +250,19 @@ def _source_offsets(source: Rig, pose: np.ndarray) -> np.ndarray:
     return offsets
 
 
-def _basis(pair: RetargetPair, world: np.ndarray, root: np.ndarray,
-           offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """The target's basis rotations (T,J,4) and locations (T,J,3, target units; None when no bone moves)
-    for world rotations `world` and the root at `root` (canonical). Bones placed otherwise than by their
-    parent get locations: those carried by another joint (`carriers`), and those whose source joint
-    moves from its parent by itself (`offsets`, scaled; when they hang from the image of its parent)."""
+def _placements(pair: RetargetPair, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(carrier (J,), extra (T,J,3), placed (J,)): the target joints placed by more than their parent —
+    those carried by another joint (`carriers`), and those whose source joint moves from its parent by
+    itself (`offsets`, scaled; when they hang from the image of its parent and are not connected)."""
     tgt, src, mapped = pair.target, pair.source, pair.mapped
     carrier = carriers(src, tgt, mapped)
     moving = np.zeros(tgt.joint_count, dtype=bool)
-    extra = np.zeros(world.shape[:2] + (3,))
+    extra = np.zeros(offsets.shape[:1] + (tgt.joint_count, 3))
     for j in np.flatnonzero((mapped >= 0) & (tgt.parents >= 0) & ~tgt.connected):
         s = int(mapped[j])
         if mapped[tgt.parents[j]] == src.parents[s] and np.abs(offsets[:, s]).max() > 1e-6:
             moving[j], extra[:, j] = True, offsets[:, s]
-    placed = (carrier >= 0) | moving
-    if not placed.any():
-        deltas = world @ np.swapaxes(tgt.rest_rotations, -1, -2)[None]
-        return motion_from_world_deltas(tgt, matrix_to_quat(deltas), root, 1.0).rotations, None
-    pose = np.zeros(world.shape[:2] + (4, 4))
-    pose[..., :3, :3], pose[..., 3, 3] = world, 1.0
-    pose[..., :3, 3] = _carried_positions(tgt, world, root, carrier, extra)
-    out = motion_from_world_transforms(tgt, pose, 1.0)
-    translations = np.zeros(pose.shape[:2] + (3,))
-    if out.translations is not None:
-        translations[:, placed] = out.translations[:, placed] / pair.target_frame.scale
-    return out.rotations, translations if np.any(translations) else None
+    return carrier, extra, (carrier >= 0) | moving
 
 
 def scale_joint(source: Rig, target: Rig, mapped: np.ndarray) -> int | None:
@@ -334,18 +365,16 @@ def limb_joints(rig: Rig, hips: int | None) -> np.ndarray:
     return joints if len(joints) else body_joints(rig)
 
 
-def ground_motion(target: Rig, frame: CanonicalFrame, motion: Motion,
-                  hips: int | None = None) -> tuple[Motion, float]:
-    """The motion moved along the target's up (`frame`) so that its lowest limb joint over the clip (the
-    FLOOR_PERCENTILE of frames: the soles of a walk, a kneeling knee) is as low as at rest, and the
-    shift (target units). Joints, not the mesh: at rest and in the clip alike a sole lies its own
-    thickness below its joints. `hips`: the joint that carries the legs (`scale_joint`); it and the
-    bones above it are left out (`limb_joints`). A clip on the target's floor already moves by (almost)
-    nothing."""
-    up = frame.rotation[2]
+def ground_pose(target: Rig, pose: TargetPose, hips: int | None = None) -> float:
+    """Move the pose along +Z so that its lowest limb joint over the clip (the FLOOR_PERCENTILE of frames:
+    the soles of a walk, a kneeling knee) is as low as at rest; the shift (canonical units). Joints, not
+    the mesh: at rest and in the clip alike a sole lies its own thickness below its joints. `hips`: the
+    joint that carries the legs (`scale_joint`); it and the bones above it are left out (`limb_joints`).
+    A clip on the target's floor already moves by (almost) nothing."""
+    up = np.array([0.0, 0.0, 1.0])
     joints = limb_joints(target, hips)
     rest_floor = float(_lowest(target.rest, joints, up))
-    lowest = _lowest(forward_kinematics(target, motion), joints, up)
+    lowest = pose.positions(target)[:, joints, 2].min(axis=1)
     shift = rest_floor - float(np.percentile(lowest, FLOOR_PERCENTILE))
-    moved = Motion(motion.fps, motion.root_positions + shift * up, motion.rotations, motion.translations)
-    return moved, shift
+    pose.root = pose.root + shift * up
+    return shift
