@@ -23,6 +23,7 @@ from .common import (
     enable_extension,
     import_rig_file,
     render_animation,
+    run_operator,
     save_blend,
     setup_preview,
 )
@@ -74,9 +75,9 @@ def run_retarget(job: RetargetJob) -> dict:
         activate(arm)
         bpy.context.scene.render.fps = job.fps
         with clock.lap("retarget_and_write_action"):
-            result = bpy.ops.kirin.apply_motion_file(filepath=source_path, clip=job.clip or "")
-        if result != {"FINISHED"}:
-            raise RuntimeError("Applying the motion failed; Blender printed the reason above.")
+            applied = run_operator(bpy.ops.kirin.apply_motion_file,
+                                   "Applying the motion failed; Blender printed the reason above.",
+                                   filepath=source_path, clip=job.clip or "")
         rig = read_rig(arm)
         action = arm.animation_data.action
         scene = bpy.context.scene
@@ -97,6 +98,8 @@ def run_retarget(job: RetargetJob) -> dict:
             "fps": scene.render.fps / scene.render.fps_base,
             "bones": rig.joint_count,
             "mapped_bones": sum(bool(i.source) for i in arm.kirin.joint_map) or None,
+            "read_as": {key: applied[key] for key in ("up_axis", "forward_axis", "unit", "height",
+                                                      "reference_frame", "floor_shift", "read_as")},
             "meshes": [m.name for m in meshes],
             "blend": os.path.abspath(job.out),
             "preview": os.path.abspath(preview) if preview else None,

@@ -78,3 +78,4 @@ def test_cli_cmu_onto_cesium_man(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     summary = json.loads(report.read_text())
     assert summary["bones"] == 19 and summary["frames"] > 100
+    assert summary["read_as"]["up_axis"] == "+Y" and summary["read_as"]["reference_frame"] is None
