@@ -43,6 +43,7 @@ import numpy as np
 from .rest_pose_cues import AXES, RestPoseEvidence, body_joints, gather_evidence
 from .rig import Rig
 from .rotations import axis_rotations
+from .skinning import SkinnedMesh
 
 AXIS_NAMES = ("+X", "-X", "+Y", "-Y", "+Z", "-Z")  # the order of rest_pose_cues.AXES
 
@@ -166,8 +167,25 @@ class CanonicalRig:
     feet: np.ndarray  # foot candidate joints (planted at rest)
 
 
-def canonical_rig(rig: Rig, frame: CanonicalFrame | None = None) -> CanonicalRig:
-    """The rig in its canonical frame (`detect_canonical_frame` when no frame is given)."""
+def skin_deform(rig: Rig, mesh: SkinnedMesh | None) -> Rig:
+    """The rig with the bones no vertex of its skin follows marked as not deforming: Blender's importers
+    mark every bone Deform, pole targets and IK controls too (a rig without a weighted skin as it is)."""
+    if mesh is None or not np.any(mesh.joint_weights > 0):
+        return rig
+    weighted = np.zeros(rig.joint_count, dtype=bool)
+    followed = mesh.joint_indices[mesh.joint_weights > 0]
+    weighted[followed[followed < rig.joint_count]] = True
+    deform = rig.deform & weighted
+    if np.array_equal(deform, rig.deform):
+        return rig
+    return Rig(list(rig.names), rig.parents, rig.rest, rig.tails, deform, rig.connected, rig.local_rest)
+
+
+def canonical_rig(rig: Rig, frame: CanonicalFrame | None = None,
+                  mesh: SkinnedMesh | None = None) -> CanonicalRig:
+    """The rig in its canonical frame (`detect_canonical_frame` when no frame is given); with its skin
+    (`mesh`), the bones nothing follows do not deform (`skin_deform`): controls are told by that."""
+    rig = skin_deform(rig, mesh)
     frame = detect_canonical_frame(rig) if frame is None else frame
     canonical = rig.transformed(frame.matrix())
     return CanonicalRig(canonical, frame, np.asarray(canonical.foot_candidates(), dtype=np.int64))

@@ -126,7 +126,8 @@ def control_joints(rig: Rig) -> np.ndarray:
             continue
         gap = float(np.linalg.norm(rig.heads[j] - rig.tails[parent]))
         from_tail = gap <= 0.25 * lengths[parent] + 1e-3 * size
-        control[j] = not (from_tail and lengths[j] <= max(lengths[parent], 0.05 * size))
+        # (Blender's FBX importer makes an `_end` leaf as long as its parent.)
+        control[j] = not (from_tail and lengths[j] <= max(1.1 * lengths[parent], 0.05 * size))
     return control
 
 

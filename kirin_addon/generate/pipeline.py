@@ -126,7 +126,7 @@ class GeneratePipeline:
                     self._rigs.move_to_end(key)
                     return self._rigs[key]
         rig.validate()
-        prepared = PreparedRig(rig, canonical_rig(rig, frame), mesh)
+        prepared = PreparedRig(rig, canonical_rig(rig, frame, mesh), mesh)  # controls: what no skin follows
         reduction = reduce_rig(rig, keep=prepared.feet)
         if reduction.reduced:
             small_mesh = None if mesh is None else reduction.reduce_mesh(mesh)

@@ -265,9 +265,9 @@ def _leg_tops(rig: Rig, top: int, floor_leaves: set[int]) -> list[tuple[int, lis
     return out
 
 
-def _leg_roles(rig: Rig, body: np.ndarray, body_top: int) -> list[LegRole]:
-    """Leg chains: limbs of the body that drop to the ground."""
-    floor = _floor(rig, body)
+def _leg_roles(rig: Rig, body: np.ndarray, body_top: int, floor: float) -> list[LegRole]:
+    """Leg chains: limbs of the body that drop to the ground (`floor`: the lowest point of the rig but
+    its controls, foot tips included)."""
     heads, tails = rig.heads, rig.tails
     floor_leaves = {int(j) for j in np.flatnonzero(body) if not any(body[c] for c in rig.children[j])
                     and min(heads[j, 2], tails[j, 2]) - floor <= GROUND}
@@ -401,7 +401,8 @@ def detect_roles(rig: Rig) -> RigRoles:
     followers, tips = _followers(rig, body_top, body, _floor(rig, ~control))
     work = _with_tips(rig, tips)
     body = np.concatenate([body, np.ones(len(tips), dtype=bool)])
-    legs = _leg_roles(work, body, body_top)
+    grounded = np.concatenate([~control, np.ones(len(tips), dtype=bool)])  # a root on the floor counts
+    legs = _leg_roles(work, body, body_top, _floor(work, grounded))
     if not legs:
         raise RoleError("Kirin found no legs on this rig: no chain of bones reaches down to the floor.")
     family = FAMILY_BY_LEGS.get(len(legs))
