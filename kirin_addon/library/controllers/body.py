@@ -127,6 +127,11 @@ def _arm_start(limb: Limb) -> int:
 # A hanging arm's lowest point stays above this share of its shoulder's height (a yeti's knuckles do
 # not drag through the floor): long arms hang out to the side.
 ARM_CLEARANCE = 0.8
+# An arm whose rest holds it less than this far out from hanging straight down (frontal plane) hangs at
+# rest: the artist's own standing pose, kept, and its hand may come down to a tenth of the shoulder's
+# height (a robot's long mitts beside its legs); T- and A-pose arms, further out, are brought down.
+REST_HANGING = np.radians(30.0)
+ARM_CLEARANCE_HANGING = 0.9
 
 
 def _following(mesh, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -153,9 +158,13 @@ def _hang_direction(creature: Creature, limb: Limb, k0: int) -> np.ndarray:
     points = np.concatenate([rig.heads[inside], rig.tails[inside], _skin_of(creature.mesh, inside)])
     length = float(np.max(np.linalg.norm(points - rig.heads[upper], axis=1)))
     height = float(rig.heads[upper, 2])
-    angle = np.arctan(0.15)
-    if length > 1e-9 and length > ARM_CLEARANCE * height:
-        angle = max(angle, float(np.arccos(np.clip(ARM_CLEARANCE * height / length, 0.0, 1.0))))
+    rest = rig.heads[limb.joints[k0 + 1]] - rig.heads[upper]
+    abducted = float(np.arctan2(abs(rest[0]), -rest[2]))
+    hanging = abducted < REST_HANGING  # the artist's rest hangs the arm: it may come lower
+    clearance = ARM_CLEARANCE_HANGING if hanging else ARM_CLEARANCE
+    angle = max(np.arctan(0.15), abducted) if hanging else np.arctan(0.15)
+    if length > 1e-9 and length > clearance * height:
+        angle = max(angle, float(np.arccos(np.clip(clearance * height / length, 0.0, 1.0))))
     return np.array([np.sin(angle) * limb.side, 0.0, -np.cos(angle)])
 
 
