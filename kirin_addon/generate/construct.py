@@ -81,7 +81,9 @@ def arm_kinds(rig: Rig, roles: RigRoles, mesh: SkinnedMesh | None) -> list[str]:
     if mesh is not None and mesh.vertex_count:
         dominant = mesh.joint_indices[np.arange(mesh.vertex_count), np.argmax(mesh.joint_weights, axis=1)]
     vertices = None if dominant is None else mesh.vertices
-    return ["wing" if wing_like(rig, arm, leg, vertices, dominant) else "arm" for arm in roles.arms]
+    wings = [wing_like(rig, arm, leg, vertices, dominant) for arm in roles.arms]
+    # A pair of wings, or none: one flat arm is an arm holding a shield or a blade (the monsters').
+    return ["wing" if all(wings) else "arm" for _ in roles.arms]
 
 
 def ground_frames(rig: Rig, pelvis: int, pose: np.ndarray) -> np.ndarray:

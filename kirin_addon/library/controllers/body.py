@@ -132,6 +132,12 @@ ARM_CLEARANCE = 0.8
 # height (a robot's long mitts beside its legs); T- and A-pose arms, further out, are brought down.
 REST_HANGING = np.radians(30.0)
 ARM_CLEARANCE_HANGING = 0.9
+# An arm's skin counts towards its reach up to this many times its bones' (a mitt does, a held prop not).
+SKIN_REACH = 1.35
+# The furthest out a broad body holds its arms (rad): the Quaternius monsters' own walks hold them 35–50°.
+TORSO_ANGLE = float(np.radians(50.0))
+# The most a hanging arm bends its elbow to keep its hand off the floor (rad); a longer arm goes out.
+ELBOW_MAX = 1.0
 
 
 def _following(mesh, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -149,23 +155,79 @@ def _skin_of(mesh, joints: np.ndarray) -> np.ndarray:
     return mesh.vertices[_following(mesh, joints)[0]]
 
 
-def _hang_direction(creature: Creature, limb: Limb, k0: int) -> np.ndarray:
-    """Body-frame direction an arm hangs along: down and a little out, further out when it is long (its
-    bones, or its skin where the creature has one: a robot's mitts reach well past its finger joints)."""
+def _arm_reach(rig, upper: int, skin: np.ndarray) -> float:
+    """How far an arm reaches from its shoulder: its bones, or its skin where that reaches further (a
+    robot's mitts reach past its finger joints), but not a held prop's (a trident in a demon's fist)."""
+    inside = rig.subtree(upper)
+    bones = float(np.max(np.linalg.norm(np.concatenate([rig.heads[inside], rig.tails[inside]])
+                                        - rig.heads[upper], axis=1)))
+    if not len(skin):
+        return bones
+    return min(float(np.max(np.linalg.norm(skin - rig.heads[upper], axis=1))), SKIN_REACH * bones)
+
+
+def _clears_torso(creature: Creature, limb: Limb, k0: int, reach: float) -> float:
+    """The least angle out from straight down (rad) at which an arm hanging from its upper arm keeps the
+    skin of its upper and fore arm (not the hand's, which may hold a prop) out of the body beside it (a
+    chunky monster holds its arms out over its belly), at most TORSO_ANGLE; 0 without a mesh."""
+    mesh, rig = creature.mesh, creature.rig
+    upper = limb.joints[k0]
+    if mesh is None:
+        return 0.0
+    segments = np.zeros(rig.joint_count, dtype=bool)
+    segments[limb.joints[k0:k0 + 2]] = True
+    skin = _skin_of(mesh, segments)
+    if len(skin) < 4:
+        return 0.0
+    shoulder = rig.heads[upper]
+    along = skin.mean(axis=0) - shoulder
+    along /= max(float(np.linalg.norm(along)), 1e-12)
+    offsets = skin - shoulder
+    radius = float(np.median(np.linalg.norm(offsets - np.outer(offsets @ along, along), axis=1)))
+    others = np.ones(rig.joint_count, dtype=bool)
+    for arm in arm_limbs(creature):
+        others &= ~rig.subtree(arm.joints[0])
+    body = mesh.vertices[_following(mesh, others)[0]]
+    near = body[(np.abs(body[:, 1] - shoulder[1]) < 2.0 * radius) & (body[:, 0] * limb.side > 0)]
+    if not len(near):
+        return 0.0
+    depths = np.linspace(0.3, 1.0, 8) * reach
+    for angle in np.arange(0.0, TORSO_ANGLE, np.radians(2.0)):
+        x = np.abs(shoulder[0]) + np.sin(angle) * depths - radius
+        z = shoulder[2] - np.cos(angle) * depths
+        band = np.abs(near[:, 2][None] - z[:, None]) < radius
+        widest = np.where(band, np.abs(near[:, 0])[None], 0.0).max(axis=1)
+        if np.all(x >= widest):
+            return float(angle)
+    return TORSO_ANGLE
+
+
+def _hang(creature: Creature, limb: Limb, k0: int) -> tuple[np.ndarray, float]:
+    """(body-frame direction an arm hangs along, the elbow bend (rad) it needs): down and a little out;
+    further out where the body beside it is broad (its skin); a long arm that would reach the floor bends
+    its elbow (a robot's mitts), and only beyond ELBOW_MAX goes out to the side (a yeti's knuckles)."""
     rig = creature.rig
     upper = limb.joints[k0]
-    inside = rig.subtree(upper)  # the arm and the hand's fingers beyond the chain
-    points = np.concatenate([rig.heads[inside], rig.tails[inside], _skin_of(creature.mesh, inside)])
-    length = float(np.max(np.linalg.norm(points - rig.heads[upper], axis=1)))
+    skin = _skin_of(creature.mesh, rig.subtree(upper))
+    length = _arm_reach(rig, upper, skin)
     height = float(rig.heads[upper, 2])
     rest = rig.heads[limb.joints[k0 + 1]] - rig.heads[upper]
     abducted = float(np.arctan2(abs(rest[0]), -rest[2]))
     hanging = abducted < REST_HANGING  # the artist's rest hangs the arm: it may come lower
-    clearance = ARM_CLEARANCE_HANGING if hanging else ARM_CLEARANCE
-    angle = max(np.arctan(0.15), abducted) if hanging else np.arctan(0.15)
-    if length > 1e-9 and length > clearance * height:
-        angle = max(angle, float(np.arccos(np.clip(clearance * height / length, 0.0, 1.0))))
-    return np.array([np.sin(angle) * limb.side, 0.0, -np.cos(angle)])
+    clearance = (ARM_CLEARANCE_HANGING if hanging else ARM_CLEARANCE) * height
+    torso = _clears_torso(creature, limb, k0, length)
+    angle = max(float(np.arctan(0.15)), abducted if hanging else 0.0, torso)
+    upper_arm = float(np.linalg.norm(rest))
+    drop = upper_arm * np.cos(angle)
+    fore = length - upper_arm
+    bend = 0.0
+    if drop + fore * np.cos(angle) > clearance and fore > 1e-9 and drop < clearance:
+        bend = float(np.arccos(np.clip((clearance - drop) / fore, -1.0, 1.0)))
+    if bend > ELBOW_MAX or drop >= clearance:  # bending will not do: the arm goes out
+        bend = 0.0
+        if length > clearance:
+            angle = max(angle, float(np.arccos(np.clip(clearance / length, 0.0, 1.0))))
+    return np.array([np.sin(angle) * limb.side, 0.0, -np.cos(angle)]), bend
 
 
 def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, np.ndarray] | None = None,
@@ -180,7 +242,7 @@ def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, n
         upper, lower = limb.joints[k0], limb.joints[k0 + 1]
         parent_q = poser.get(int(rig.parents[upper]))
         rest_dir = rig.heads[lower] - rig.heads[upper]
-        hang = _hang_direction(poser.creature, limb, k0)
+        hang, elbow = _hang(poser.creature, limb, k0)
         amount = swing.get(n, np.zeros(frames))
         body_dir = quat_rotate(about(X_AXIS, -amount), np.broadcast_to(hang, (frames, 3)))
         if raise_dir is not None and n in raise_dir and raise_weight is not None:
@@ -191,7 +253,7 @@ def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, n
         if k0 + 2 < len(limb.joints):
             fore, hand = limb.joints[k0 + 1], limb.joints[k0 + 2]
             fore_rest = rig.heads[hand] - rig.heads[fore]
-            bent = quat_rotate(about(X_AXIS, np.full(frames, -bend)), body_dir)
+            bent = quat_rotate(about(X_AXIS, np.full(frames, -max(bend, elbow))), body_dir)
             poser.set(fore, aim(q_upper, fore_rest, quat_rotate(parent_q, bent)))
 
 
