@@ -36,7 +36,7 @@ The engine never imports bpy; this module uses numpy only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -186,9 +186,39 @@ def canonical_rig(rig: Rig, frame: CanonicalFrame | None = None,
     """The rig in its canonical frame (`detect_canonical_frame` when no frame is given); with its skin
     (`mesh`), the bones nothing follows do not deform (`skin_deform`): controls are told by that."""
     rig = skin_deform(rig, mesh)
-    frame = detect_canonical_frame(rig) if frame is None else frame
+    if frame is None:
+        frame = detect_canonical_frame(rig)
+        if mesh is not None and _soles_lead_back(rig, mesh, frame):
+            back = axis_name(-axis_vector(frame.forward_axis))
+            turned = detect_canonical_frame(rig, up=frame.up_axis, forward=back)
+            frame = replace(turned, confidence=FEET_DECIDE_BELOW,
+                            notes=(*frame.notes, "forward: the way the skin's feet reach"))
     canonical = rig.transformed(frame.matrix())
     return CanonicalRig(canonical, frame, np.asarray(canonical.foot_candidates(), dtype=np.int64))
+
+
+# Below this evidence margin of the chosen forward over its opposite (same up), the skin's feet have the
+# last word: a rig whose names say nothing of head and tail (numbered bones) and whose rest pose does not
+# tell its ends apart (a man standing straight) faces the way its feet reach.
+FEET_DECIDE_BELOW = 1.0
+SOLE = 0.02  # body sizes above the floor: the skin's soles
+SOLES_LEAD = 0.01  # body sizes: the soles reach this far forward of their bones' heads, or back, to tell
+
+
+def _soles_lead_back(rig: Rig, mesh: SkinnedMesh, frame: CanonicalFrame) -> bool:
+    """Whether the skin's soles reach backward of the bones they hang from (toes point the other way:
+    the frame is the wrong way round), where the bones alone barely chose the forward."""
+    ranked = {(up, forward): score for up, forward, score, _ in rank_orientations(rig)}
+    opposite = axis_name(-axis_vector(frame.forward_axis))
+    margin = ranked[(frame.up_axis, frame.forward_axis)] - ranked.get((frame.up_axis, opposite), -np.inf)
+    if margin >= FEET_DECIDE_BELOW or not np.any(mesh.joint_weights > 0):
+        return False
+    points = frame.to_canonical_points(mesh.vertices)
+    sole = np.flatnonzero(points[:, 2] <= points[:, 2].min() + SOLE)
+    owner = mesh.joint_indices[sole, np.argmax(mesh.joint_weights[sole], axis=1)]
+    heads = frame.to_canonical_points(rig.heads)
+    lead = -float(np.mean(points[sole, 1] - heads[owner, 1]))  # canonical forward is −Y
+    return lead < -SOLES_LEAD
 
 
 def procedural_frame(rig: Rig) -> CanonicalFrame:

@@ -224,7 +224,8 @@ def _make_body(rig: Rig, heads: np.ndarray, tails: np.ndarray) -> _Body:
 def _paired(rig: Rig, joints: np.ndarray, heads: np.ndarray,
             tails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(n,) each body joint lies on a limb that has a twin, and (n,) on a digit. A limb: an unbranched
-    chain ending in a leaf; its twin: another with as many bones and about its length (±20 %). Legs and
+    chain ending in a leaf; its twin: another with as many bones and about its length (±20 %, through the
+    heads from the joint it hangs from: a leaf's tail is often an importer's guess). Legs and
     arms come in pairs; a tail, a neck with its head, a trunk come alone. Digits (fingers, toes): limbs
     three or more to a joint that has a twin itself (a hand, a paw; not a spider's body, which is one).
     Read from the bones alone, whichever way is up."""
@@ -233,15 +234,22 @@ def _paired(rig: Rig, joints: np.ndarray, heads: np.ndarray,
     for top in set(tops.tolist()):
         rows = np.flatnonzero(tops == top)
         members = set(joints[rows].tolist())
-        if any(c not in members for j in members for c in rig.children[j]) and len(rows) > 1:
+        if any(c not in members for j in members for c in rig.children[j]):
             continue  # the chain branches below: not a limb's end
         order = rows[np.argsort(rig.depth[joints[rows]])]
-        points = np.concatenate([heads[joints[order]], tails[joints[order[-1:]]]])
+        # Through the heads from the joint the limb hangs from: a leaf's tail is often an importer's guess.
+        start = int(rig.parents[top])
+        points = heads[([start] if start >= 0 else []) + joints[order].tolist()]
         chains[top] = (len(order), float(np.linalg.norm(np.diff(points, axis=0), axis=1).sum()))
     twins, digits = set(), set()
     for top, (count, length) in chains.items():
         for other, (count2, length2) in chains.items():
-            if other != top and count2 == count and abs(length2 - length) <= 0.2 * max(length, length2):
+            if other == top or count2 != count:
+                continue
+            # One bone alone says little of its length: one-bone limbs from one joint are twins (IK foot
+            # controls under a root: the rest pose may hold one foot forward).
+            if abs(length2 - length) <= 0.2 * max(length, length2) or (
+                    count == 1 and rig.parents[other] == rig.parents[top]):
                 twins.add(top)
                 break
         parent = int(rig.parents[top])

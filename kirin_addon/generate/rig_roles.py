@@ -228,7 +228,7 @@ def _followers(rig: Rig, body_top: int, body: np.ndarray, floor: float) -> tuple
                 tips.append((nearest, heads[top].copy()))
                 existing = [len(tips) - 1]
             followers[top] = rig.joint_count + existing[0]
-        elif gap <= FOLLOW_NEAR:
+        elif gap <= FOLLOW_NEAR and rig.deform[rig.subtree(top)].any():  # a skinned part beside a joint
             followers[top] = nearest
         else:
             followers[top] = -1
