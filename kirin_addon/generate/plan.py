@@ -22,8 +22,9 @@ from .tempo import gait_segment, species_in
 # slow and fast walks are about 0.6 and 1.4 times their usual speed). The cadence carries pace^0.55 of it
 # (tempo.py), the stride the rest.
 PACE_OF_BUCKET = {"very_slow": 0.45, "slow": 0.6, "fast": 1.4, "very_fast": 1.75}
-# The families whose legs the controllers solve on artists' rigs. Not the spider: on the luanti spider
-# its sprawled, arched legs were pulled in under the body (the front feet 0.1 body sizes back of rest).
+# The families whose legs the controllers solve on artists' rigs. Not the spider yet: on the luanti spider
+# its sprawled legs now keep their order and lift (reach.NEIGHBOUR_SHIFT, gaits.SPRAWLED_LIFT), but where
+# its foot controls are taken away its legs are not all found (two of eight) and the abdomen drags.
 CONSTRUCTED_FAMILIES = ("quadruped", "biped")
 # The actions besides the gaits that the controllers make on artists' rigs (the benchmark decides: idle
 # and jump by R@1; death by its filmstrips at the network's R@1 — the body goes over and lies on the

@@ -263,7 +263,8 @@ def test_a_label_under_a_striding_foot_is_not_locked(walk) -> None:
     assert confirmed.contacts[~clip.contacts].mean() < 0.3
     assert confirmed.contacts[clip.contacts].mean() > 0.8
     moved = np.abs(joint_positions(rig, confirmed.motion) - joint_positions(rig, clip.motion)).max()
-    assert moved < 0.02 * rig.body_size
+    # (2.2 % on the spider, whose sprawled feet lift in proportion to their legs' length since issue 31)
+    assert moved < 0.025 * rig.body_size
 
     limited = clean_motion(rig, clip.motion, always, feet, CleanupOptions(max_lock=0.3))
     assert not limited.contacts.any()  # every whole-clip run would move its foot a stride or more

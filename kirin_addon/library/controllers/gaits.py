@@ -99,6 +99,10 @@ FAMILY_GAITS = {
 }
 
 
+# A sprawled leg's swing lift is counted in this share of its length (not the body's low hip height).
+SPRAWLED_LIFT = 0.5
+
+
 def stride_frequency(gait: Gait, speed: float, leg: float) -> float:
     """Cycles per second from Alexander's relative stride length λ = 2.3·Fr^0.3 (scaled per gait)."""
     default = np.sqrt(gait.froude * GRAVITY * leg)
@@ -290,6 +294,13 @@ class _GaitMix:
     amp: float
 
 
+def _lift_unit(legs: list[LegRig], hip_height: float) -> float:
+    """What a swing's lift is counted in: the hip's height, or for legs sprawled out far wider than the
+    body is high (a spider's, a beetle's) half their length: those feet lift a visible step."""
+    spans = [float(np.sum(np.linalg.norm(leg.vectors, axis=1))) for leg in legs]
+    return max(hip_height, SPRAWLED_LIFT * float(np.median(spans))) if spans else hip_height
+
+
 def _schedule(gaits: list[Gait], freqs: list[float], weights: np.ndarray, legs: list[LegRig], leg_len: float,
               fps: float, rng: np.random.Generator) -> GaitSchedule:
     """Blend gait parameters across segments; phase offsets blend along the shortest way round."""
@@ -435,7 +446,7 @@ def locomotion(creature: Creature, segments: list[GaitSegment], fps: float, rng:
 
     stop_mask = np.array([s.stops for s in segments], dtype=float)
     amp = rng.uniform(0.85, 1.15)
-    schedule = _schedule(gaits, freqs, weights, legs, leg_len, fps, rng)
+    schedule = _schedule(gaits, freqs, weights, legs, _lift_unit(legs, leg_len), fps, rng)
     moving = (np.abs(profile.speed) > 1e-9) | (np.abs(profile.turn) > 1e-9)
     plan = plan_feet(profile, legs, schedule, reach.neutral, pelvis_rest, moving,
                      girdle_shifts(creature, legs, spine_turn_bend(profile.turn)),

@@ -19,6 +19,11 @@ CROUCH = 0.08
 REACH_DIRECTIONS = 16
 # A foot's stance centre moves at most this fraction of its leg's length from its rest point.
 STANCE_SHIFT = 0.12
+# … and at most this share of the fore–aft gap to the next foot on its side; a stance reaches at most
+# NEIGHBOUR_REACH of that gap fore–aft from its centre (legs of a row keep their order; less than 0.8
+# and a procedural hexapod cannot turn its circle).
+NEIGHBOUR_SHIFT = 0.2
+NEIGHBOUR_REACH = 0.8
 _REACH_STEPS = 32  # samples along each direction, up to 1.5 × the leg's length, then refined
 
 
@@ -125,6 +130,18 @@ def leg_reach(creature: Creature, legs: list[LegRig] | None = None, crouch: floa
     return reach
 
 
+def _neighbour_gaps(legs: list[LegRig]) -> np.ndarray:
+    """(L,) how far (fore–aft, at rest) each foot is from the nearest foot on its side (inf: none)."""
+    rest = np.array([leg.foot_rest for leg in legs])
+    sides = np.array([leg.limb.side for leg in legs])
+    gaps = np.full(len(legs), np.inf)
+    for i in range(len(legs)):
+        same = (sides == sides[i]) & (np.arange(len(legs)) != i)
+        if same.any():
+            gaps[i] = float(np.min(np.abs(rest[same, 1] - rest[i, 1])))
+    return gaps
+
+
 def _leg_reach(creature: Creature, legs: list[LegRig], crouch: float) -> LegReach:
     drop = crouch * max(creature.leg_length, 1e-3)
     zero = np.zeros((len(legs), 3))
@@ -135,10 +152,17 @@ def _leg_reach(creature: Creature, legs: list[LegRig], crouch: float) -> LegReac
     centre = zero.copy()
     # ... but not far from where the rig stands: sprawled legs would bunch up under the body.
     most = STANCE_SHIFT * np.array([np.sum(np.linalg.norm(leg.vectors, axis=1)) for leg in legs])
+    # Nor towards the next foot on its side: a spider's eight feet, a beetle's six, keep their order.
+    gaps = _neighbour_gaps(legs)
+    most = np.minimum(most, NEIGHBOUR_SHIFT * gaps)
     centre[:, 1] = np.clip(0.5 * (behind - ahead), -most, most)
     angles = 2 * np.pi * np.arange(REACH_DIRECTIONS) / REACH_DIRECTIONS
     directions = np.stack([np.cos(angles), np.sin(angles)], axis=1)
     radius = _reach_along(creature, legs, centre, directions, drop)
+    # A stance sweeps fore–aft no further than most of the way to the next foot on its side (the legs of
+    # a row keep their order); sideways it reaches as far as it can.
+    fore_aft = np.maximum(np.abs(directions[:, 1]), 1e-6)
+    radius = np.minimum(radius, NEIGHBOUR_REACH * gaps[:, None] / fore_aft[None])
     neutral = np.array([leg.foot_rest for leg in legs]) + centre
     return LegReach(neutral, radius, drop)
 
