@@ -95,6 +95,7 @@ class Options:
     frames: int = 72
     seed: int = 0
     timeout: float = 180.0
+    filmstrips: Path | None = None  # a filmstrip of each written clip here (renders of third-party assets)
 
 
 # ----------------------------------------------------------------------------- files and prompts
@@ -341,6 +342,22 @@ def judge_generated(row: dict, character: support.Character, actions: list, made
     rest, row["arms"] = held_out(character, actions, joints, row["prompt"])
     row["findings"] = as_rows(findings + rest)
     row["outcome"] = "broken" if row["findings"] else "ok"
+    if options.filmstrips is not None:
+        row["filmstrip"] = str(strip_of(character, made, frames, joints, row, options.filmstrips))
+
+
+def strip_of(character: support.Character, made, frames: list[int], joints: np.ndarray, row: dict,
+             folder: Path) -> Path:
+    """The generated clip's filmstrip (bench_motion_real's camera: from its side, following the body over
+    a checker floor), captioned with the prompt and the verdict: to look at every rig's clip."""
+    from kirin.benchmarks import motion_real_filmstrip as filmstrips
+
+    flat = joints.reshape(-1, 3)
+    verdict = "ok" if row["outcome"] == "ok" else "BROKEN " + ", ".join(f["kind"] for f in row["findings"])
+    strip = filmstrips.Strip(made, frames, f"{row['prompt']} ({row.get('path')}): {verdict}")
+    name = row["rig"].replace("/", "_").rsplit(".", 1)[0]
+    bounds = (flat.min(axis=0), flat.max(axis=0))
+    return filmstrips.filmstrip(character, [strip], bounds, folder / f"{name}.png")
 
 
 # ----------------------------------------------------------------------------- report
@@ -400,6 +417,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--frames", type=int, default=72)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-bvh", action="store_true", help="leave out the CMU BVH skeletons")
+    parser.add_argument("--filmstrips", type=Path, help="a filmstrip of each written clip in this folder")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="the backend's CPU threads (0: its default)")
@@ -411,7 +429,7 @@ def main(argv: list[str] | None = None) -> dict:
     files = rig_files(args.assets, args.rigs, bvh=not args.no_bvh)
     if not files:
         sys.exit(f"No rig file under {args.assets} matches {args.rigs or 'anything'}.")
-    options = Options(args.frames, args.seed)
+    options = Options(args.frames, args.seed, filmstrips=args.filmstrips)
     began = time.perf_counter()
     module = headless.start_with_backend(headless.BackendOptions(device=args.device, threads=args.threads))
     rows = []
