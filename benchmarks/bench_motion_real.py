@@ -59,8 +59,14 @@ from kirin.benchmarks import motion_real_filmstrip as filmstrips  # noqa: E402
 from kirin.benchmarks import motion_real_recall as recall_support  # noqa: E402
 from kirin.benchmarks import motion_real_sets as sets  # noqa: E402
 from kirin.benchmarks import motion_real_support as support  # noqa: E402
+from kirin.kirin_addon.eval.gait import (  # noqa: E402
+    HELD_OUT_RULES,
+    FootTrack,
+    GaitInput,
+    gait_verdict,
+    measure_gait,
+)
 from kirin.kirin_addon.eval.gait import KINDS as VERDICT_KINDS  # noqa: E402
-from kirin.kirin_addon.eval.gait import FootTrack, GaitInput, gait_verdict, measure_gait  # noqa: E402
 from kirin.kirin_addon.library.captions.heldout import heldout_caption  # noqa: E402
 from kirin.kirin_addon.library.captions.paraphrase import paraphrases  # noqa: E402
 from kirin.operators.headless import common as headless  # noqa: E402
@@ -223,6 +229,8 @@ def run_case(character: support.Character, clip: support.Clip, options: Options)
                ratios={k: ratio(getattr(generated, k), getattr(authored, k)) for k in RATIO_KEYS})
     row["treadmill_speed"] = authored.belt_speed  # body sizes/s; None for a clip that travels
     row["verdict"] = gait_verdict(generated, authored, verdict_kind(clip)) if loop else None
+    row["verdict_held_out"] = (gait_verdict(generated, authored, verdict_kind(clip), HELD_OUT_RULES)
+                               if loop else None)
     row["verdict_kind"] = verdict_kind(clip) if loop else None
     feet = len(character.feet)
     problem = reference_problem(authored, verdict_kind(clip), clip.kind, feet) if loop else None
@@ -263,6 +271,7 @@ def run_two_segments(character: support.Character, first: support.Clip, second: 
                      "ratios": {key: ratio(getattr(generated, key), getattr(authored, key))
                                 for key in RATIO_KEYS},
                      "verdict": gait_verdict(generated, authored, kind), "verdict_kind": kind,
+                     "verdict_held_out": gait_verdict(generated, authored, kind, HELD_OUT_RULES),
                      "reference_usable": problem is None, "reference_problem": problem})
     return rows
 
@@ -346,6 +355,7 @@ def summary(rows: list[dict]) -> dict:
             "not_measured": sum(1 for r in rows if r.get("reason")), "locomotion": len(judged),
             "unusable_reference": len(locomotion) - len(judged),
             "gait_like": sum(1 for r in judged if r["verdict"]["gait_like"]),
+            "gait_like_held_out_rules": sum(1 for r in judged if r["verdict_held_out"]["gait_like"]),
             "checks_passed": {k: sum(1 for r in judged if r["verdict"][k]) for k in
                               (judged[0]["verdict"] if judged else {})},
             "median_ratio": medians,
@@ -366,6 +376,7 @@ def summary_line(info: dict) -> str:
     ratios = ", ".join(f"{k} {v:.2f}" for k, v in info["median_ratio"].items() if v is not None)
     share = f"{info['gait_like']}/{info['locomotion']}" if info["locomotion"] else "0/0"
     halves = f"; two-segment halves gait-like: {info['two_segment_gait_like']}/{info['two_segment_halves']}"
+    share += f" ({info['gait_like_held_out_rules']}/{info['locomotion']} by issue 31's bounds)"
     return (f"locomotion cases gait-like: {share} (excluded: {info['unusable_reference']} whose authored "
             f"clip is not a usable reference); measured {info['measured']}/{info['cases']} cases; "
             f"median generated/authored over locomotion: {ratios or '-'}{halves}")

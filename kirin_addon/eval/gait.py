@@ -603,6 +603,11 @@ class GaitRules:
     jerk_floor: float = 1e-6
     travel_tolerance: float = 0.20  # travel speed = stride length × frequency within this share (no gliding)
     travel_floor: float = 0.05
+    frequency_ratio: float | None = None  # instead of the tolerance: within ×/÷ this of the authored
+
+
+# Issue 31's bounds for held-out rigs of every source: duty ±0.15, stride frequency ×/÷1.5, jerk 0.4–2.5×.
+HELD_OUT_RULES = GaitRules(duty_tolerance=0.15, frequency_ratio=1.5, jerk_low=0.4, jerk_high=2.5)
 
 
 def _coupled_ok(generated: float | None, authored: float | None, bound: float, below: bool) -> bool:
@@ -624,10 +629,12 @@ def _no_gliding(measures: GaitMeasures, rules: GaitRules) -> bool:
     return abs(measures.travel_speed - carried) <= slack
 
 
-def _frequency_ok(generated: float | None, authored: float | None, tolerance: float) -> bool:
+def _frequency_ok(generated: float | None, authored: float | None, rules: GaitRules) -> bool:
     if authored is None or generated is None:
         return authored is None and generated is None
-    return abs(generated - authored) <= tolerance * authored
+    if rules.frequency_ratio is not None:
+        return 1.0 / rules.frequency_ratio <= generated / authored <= rules.frequency_ratio
+    return abs(generated - authored) <= rules.frequency_tolerance * authored
 
 
 def gait_verdict(generated: GaitMeasures, authored: GaitMeasures, kind: str,
@@ -643,7 +650,7 @@ def gait_verdict(generated: GaitMeasures, authored: GaitMeasures, kind: str,
                else rules.jerk_low * authored.jerk <= generated.jerk <= rules.jerk_high * authored.jerk)
     checks = {
         "duty": abs(generated.duty - authored.duty) <= rules.duty_tolerance,
-        "frequency": _frequency_ok(generated.frequency_hz, authored.frequency_hz, rules.frequency_tolerance),
+        "frequency": _frequency_ok(generated.frequency_hz, authored.frequency_hz, rules),
         "contralateral": kind == "gallop" or _coupled_ok(
             generated.contralateral, authored.contralateral, rules.contralateral_max, below=True),
         "diagonal": kind != "trot" or _coupled_ok(

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.eval.gait import (
+    HELD_OUT_RULES,
     FootTrack,
     GaitInput,
     GaitMeasures,
@@ -396,3 +397,19 @@ def test_an_in_place_walk_that_pauses_keeps_its_feet_down():
     down = [f.name for f in walk.feet if contacts(walk)[f.name][-1]]
     assert down and all(masks[name][frames:].all() for name in down)
     assert m.in_place and m.frequency_hz == pytest.approx(plain.frequency_hz, rel=0.05)
+
+
+def test_issue_31s_held_out_bounds_are_looser_and_still_bind():
+    """HELD_OUT_RULES: duty ±0.15, stride frequency ×/÷1.5, jerk 0.4–2.5× the authored clip's."""
+    authored = measure_gait(stepping(WALK))
+    freq = authored.frequency_hz
+
+    def verdict(**changes):
+        return gait_verdict(replace(authored, **changes), authored, "walk", HELD_OUT_RULES)
+
+    assert verdict(frequency_hz=1.4 * freq)["frequency"] and not verdict(frequency_hz=1.6 * freq)["frequency"]
+    assert verdict(frequency_hz=freq / 1.4)["frequency"] and not verdict(frequency_hz=freq / 1.6)["frequency"]
+    assert not gait_verdict(replace(authored, frequency_hz=1.4 * freq), authored, "walk")["frequency"]
+    assert verdict(duty=authored.duty + 0.14)["duty"] and not verdict(duty=authored.duty + 0.16)["duty"]
+    assert verdict(jerk=authored.jerk * 0.45)["jerk"] and not verdict(jerk=authored.jerk * 0.35)["jerk"]
+    assert verdict(jerk=authored.jerk * 2.4)["jerk"] and not verdict(jerk=authored.jerk * 2.6)["jerk"]
