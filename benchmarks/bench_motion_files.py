@@ -2,25 +2,30 @@
 
 Issue 31, item 5. Each source clip — every CMU BVH (bvh_cmu_01_01, bvh_cmu_subjects_01_07; `--per-subject
 N` keeps the first N takes of each subject) and the walks and runs of glTF humanoids (CesiumMan,
-RobotExpressive, a Quaternius mech and big monsters) — is applied to each target rig (`TARGETS`: ≥ 10 rigs
-of ≥ 4 sources, the CMU skeleton among them) through `bpy.ops.kirin.apply_motion_file`, as a user would
+RobotExpressive, a Quaternius mech and big monsters) — is applied to each target rig (`TARGETS`: 12 rigs
+of 6 sources, the CMU skeleton among them) through `bpy.ops.kirin.apply_motion_file`, as a user would
 (Blender headless, the scene at 30 fps, the file read by the operator: no axis, unit or clip setting is
 given but the glTF clip's name). Source and result are measured the same way, independently of the
-retargeter (benchmarks/motion_real_support.py: feet and soles from the rig's own mesh and rest, or a
-BVH's lowest foot joints; kirin_addon/eval/gait.py):
+retargeter (feet, soles and trunk found here from each rig's own mesh and rest or a skeleton's names;
+motion_real_support for imports and mesh evaluation; kirin_addon/eval/gait.py for the gait):
 
-* **trunk**: the angle of hips → top from the vertical, per frame (hips: the joint above all feet; top:
-  the highest rest joint outside the legs), source and target at the same times; the pair passes when
-  the 95th percentile of |target − source| is ≤ 25°;
-* **floor**: the lowest deformed vertex (a BVH: joint) per frame against the floor (the rest mesh's
-  lowest vertex); passes when the 5th percentile over frames is within 2 % of body size of it (the soles
-  of a walk, a kneeling knee); the lowest (sinking) and the median (floating) are printed beside it;
-* **duty** and **stride frequency** (gait.py on the soles): within 10 % of the source's; pairs whose
-  source has no stride frequency (no cycle: a punch, a sword fight) count as n/a for both;
+* **trunk**: the angle of hips → head from the vertical per frame, less the rig's own rest tilt (a mech
+  stands leaning; a skeleton's rest may lie folded: 0), source and target at the same times; the pair
+  passes when the 95th percentile of |target − source| is ≤ 25°;
+* **floor**: per frame the lowest sole vertex (the rest vertices within 2 % of body size of the floor,
+  each side; a skeleton: its feet's lowest joints) against the rest mesh's lowest vertex; passes when
+  the 5th percentile over frames is within 2 % of body size of it (the lowest (sinking) and the median
+  (floating) are printed beside it);
+* **duty** and **stride frequency** (gait.py): within 10 % of the source's. Mesh against mesh for glTF
+  sources (soles), and for a skeleton source (no mesh) the target's ankles against the source joints
+  they follow, both as joints. Pairs whose source has no stride frequency (a punch, a sword fight)
+  count as n/a; the summary repeats every criterion over the walks and runs alone (CMU's description
+  of the trial says walk, run or jog; every glTF clip here is one), where duty and frequency mean most;
 * **travel**: the hips' vertical drift over the clip against its horizontal travel (printed only).
 
-Prints a row per pair and a summary: pairs passing each criterion of N. These are third-party assets:
-nothing converted from them is written to the repository.
+A game clip that walks in place is played LOOPS times over, and so is its retargeted clip. Prints a row
+per pair and a summary: pairs passing each criterion of N. These are third-party assets: nothing
+converted from them is written to the repository.
 
 Run: .venv/bin/python benchmarks/bench_motion_files.py [--per-subject N] [--targets CesiumMan Yeti]
      [--sources 002_01 Robot] [--json out.json] [--assets ../shared/assets]

@@ -287,7 +287,9 @@ def carriers(source: Rig, target: Rig, mapped: np.ndarray) -> np.ndarray:
         if s >= 0:
             image.setdefault(int(s), j)
     out = np.full(target.joint_count, -1, dtype=np.int64)
-    for j in np.flatnonzero(mapped >= 0):
+    # A connected bone sits on its parent's tail whatever happens (Blender ignores its location): it
+    # is never carried (a finger's end bone mapped past an unmapped knuckle).
+    for j in np.flatnonzero((mapped >= 0) & ~target.connected):
         a = int(source.parents[mapped[j]])
         while a >= 0 and a not in image:
             a = int(source.parents[a])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kirin.kirin_addon.core.canonical import detect_canonical_frame
-from kirin.kirin_addon.core.motion import joint_positions
+from kirin.kirin_addon.core.motion import forward_kinematics, joint_positions
 from kirin.kirin_addon.core.rotations import euler_to_matrix, matrix_to_euler
 from kirin.kirin_addon.io.files import declared_unit, file_world_matrix, load_motion_file
 from kirin.kirin_addon.library.procedural import BipedSpec, build_biped
@@ -35,23 +35,48 @@ for side, sign in (("Left", 1.0), ("Right", -1.0)):
 END_SITES = {"Head": (0.0, 0.0, 0.15), "LeftHand": (0.08, 0.0, 0.0), "RightHand": (-0.08, 0.0, 0.0),
              "LeftToeBase": (0.0, -0.05, 0.0), "RightToeBase": (0.0, -0.05, 0.0)}
 FRAMES, FPS = 90, 30.0
-STRIDE_HZ, SPEED = 0.9, 1.1  # a walk: strides per second, metres per second
+STRIDE_HZ = 0.9  # a walk's strides per second
 
 
 def _about_x(angle: float) -> np.ndarray:
     return euler_to_matrix(np.array([angle, 0.0, 0.0]))
 
 
+def _thigh(name: str, t: float) -> float:
+    """The thigh's swing about X (rad): the left leg forward when the right is back."""
+    sign = 1.0 if name.startswith("Left") else -1.0
+    return 0.45 * sign * np.sin(2 * np.pi * STRIDE_HZ * t)
+
+
+def _swinging(name: str, t: float) -> float:
+    """How far into its swing a leg is (0 in stance): its foot moves forward relative to the hips."""
+    sign = 1.0 if name.startswith("Left") else -1.0
+    return max(0.0, -sign * np.cos(2 * np.pi * STRIDE_HZ * t))
+
+
 def _walk_pose(name: str, t: float) -> np.ndarray:
-    """Canonical world rotation of a joint at time t relative to its parent (legs swing about X)."""
-    phase = 2 * np.pi * STRIDE_HZ * t
+    """Canonical rotation of a joint at time t relative to its parent: thighs swing, a swinging leg's knee
+    bends while its thigh is behind (its foot clears the floor), a standing leg stays straight."""
     if name.endswith("UpLeg"):
-        sign = 1.0 if name.startswith("Left") else -1.0
-        return _about_x(0.45 * sign * np.sin(phase))
+        return _about_x(_thigh(name, t))
     if name.endswith("Leg"):
-        sign = 1.0 if name.startswith("Left") else -1.0
-        return _about_x(0.5 * max(0.0, np.sin(phase * sign + 1.0)))
+        side = name[: -len("Leg")]
+        return _about_x(2.0 * max(0.0, _thigh(side, t)) * (_swinging(side, t) > 0.0))
     return np.eye(3)
+
+
+def _root_path(frames: int) -> np.ndarray:
+    """(T,3) the hips (canonical, metres) carried by the straight standing leg: its foot does not move
+    (planted, as a walk's is), so the hips go forward as fast as that foot goes back under them, and as
+    high as the leg reaches."""
+    leg = 0.84
+    times = np.arange(frames) / FPS
+    stance = [("Left" if _swinging("Left", t) == 0.0 else "Right") for t in times]
+    angle = np.array([_thigh(side, t) for side, t in zip(stance, times, strict=True)])
+    behind = leg * np.sin(angle)  # the standing foot's distance behind the hips (canonical +y)
+    step = np.abs(np.diff(behind, prepend=behind[0]))  # the hips move forward by what the foot moves back
+    height = 0.06 + 0.05 + leg * np.cos(angle)  # ankle height + hip offset + the leg
+    return np.stack([np.zeros(frames), -np.cumsum(step), height], axis=1)
 
 
 def write_bvh(path, axes: np.ndarray, scale: float, folded: np.ndarray | None = None) -> None:
@@ -85,10 +110,10 @@ def write_bvh(path, axes: np.ndarray, scale: float, folded: np.ndarray | None = 
     emit("Hips")
     lines += ["MOTION", f"Frames: {FRAMES}", f"Frame Time: {1.0 / FPS:.6f}"]
     order = _file_order(children)
+    hips = _root_path(FRAMES)
     for frame in range(FRAMES):
         t = frame / FPS
-        root = axes @ np.array([0.0, -SPEED * t, 0.95]) * scale
-        row = list(root)
+        row = list(axes @ hips[frame] * scale)
         for name in order:
             # A canonical rotation in file axes; under a folded zero pose the root turns the body upright
             # (fold⁻¹) and every other joint's rotation is seen through the fold.
@@ -179,3 +204,73 @@ def test_every_convention_retargets_upright_onto_the_floor(tmp_path, case):
     assert np.ptp(points[:, hips, 2]) < 0.05  # … travelling horizontally
     travel = points[-1, hips] - points[0, hips]
     assert travel[1] < -0.5 * abs(travel[0]) and np.linalg.norm(travel[:2]) > 0.5  # forward (−Y), far
+
+
+def _game_rig():
+    """A biped whose feet hang from a root bone on the floor, as game rigs' foot controls do (their legs
+    end at the shins), under a root that lies on the floor."""
+    from kirin.kirin_addon.core.rig import rig_from_bones
+
+    rig = build_biped(BipedSpec(naming="rigify", height=1.6))
+    names = ["root"] + rig.names
+    parents = np.concatenate([[-1], np.where(rig.parents >= 0, rig.parents + 1, 0)])
+    for side in ("L", "R"):
+        parents[names.index(f"DEF-foot.{side}")] = 0  # the foot control under the root
+    heads = np.concatenate([[[0.0, 0.0, 0.0]], rig.heads])
+    tails = np.concatenate([[[0.0, -0.2, 0.0]], rig.tails])
+    return rig_from_bones(names, parents, heads, tails)
+
+
+def test_a_foot_control_under_the_root_goes_where_the_shin_takes_it(tmp_path):
+    """The source's foot hangs from its shin, the target's from its root: carried by the shin's image, it
+    stays at the shin's end (by its rest offset) instead of gliding with the root; no connected bone is
+    given a location (Blender would ignore it)."""
+    path = tmp_path / "walk.bvh"
+    write_bvh(path, Y_UP_FACING_Z, 1.0)
+    target = _game_rig()
+    frame = detect_canonical_frame(target)
+    out = retarget_file_motion(_read(path), target, frame)
+    motion = out.result.motion
+    assert motion.translations is not None
+    assert not np.any(motion.translations[:, target.connected])
+    points = joint_positions(target, motion)
+    for side in ("L", "R"):
+        shin, foot = target.index(f"DEF-shin.{side}"), target.index(f"DEF-foot.{side}")
+        gap = np.linalg.norm(points[:, foot] - points[:, shin], axis=1)
+        rest = np.linalg.norm(target.heads[foot] - target.heads[shin])
+        assert np.allclose(gap, rest, rtol=1e-6)  # hangs from the shin, not from the root
+        assert np.ptp(points[:, foot, 1]) > 0.5  # and walks
+    assert set(out.held) == {"DEF-foot.L", "DEF-foot.R"}
+
+
+def test_planted_feet_are_held_in_place(tmp_path):
+    """Where the source's foot is planted (low and slow), the target's stays (almost) put, however its
+    legs' proportions differ from the source's: held, it slides less than half as much as the plain
+    retargeted foot, and under 0.05 body sizes a second (what is left: a straight standing leg whose
+    foot is just out of reach, placed as near as the leg reaches)."""
+    from kirin.kirin_addon.retarget import feet, retargeter
+
+    path = tmp_path / "walk.bvh"
+    write_bvh(path, Y_UP_FACING_Z, 1.0)
+    conventions = _read(path)
+    target = build_biped(BipedSpec(naming="rigify", height=1.6, leg_ratio=0.45, knee_bend_deg=15))
+    frame = detect_canonical_frame(target)
+    pair = retargeter.retarget_pair(conventions.rig, conventions.motion, target, None, conventions.frame,
+                                    frame)
+    rest = retargeter.rest_alignment(pair.source, pair.target, pair.mapped)
+    align, aligned = feet.feet_to_ground(pair, rest)
+    pose = retargeter.target_pose(pair, align)
+    retargeter.ground_pose(pair.target, pose, retargeter.scale_joint(pair.source, pair.target, pair.mapped))
+    foot = target.index("DEF-foot.L")
+    before = pose.positions(pair.target)[:, foot, :2]
+    held = feet.hold_feet(pair, pose, aligned)
+    assert set(held) == {target.index("DEF-foot.L"), target.index("DEF-foot.R")}
+    after = pose.positions(pair.target)[:, foot, :2]
+    source = forward_kinematics(pair.source, pair.motion)[:, pair.source.index("LeftFoot"), :3, 3]
+    speed = np.linalg.norm(np.gradient(source[:, :2], axis=0), axis=1) * FPS
+    planted = feet._contacts(source[:, 2], speed)
+    assert 0.2 < planted.mean() < 0.8
+    still = planted[1:] & planted[:-1]
+    slide_before = np.linalg.norm(np.diff(before, axis=0), axis=1)[still].mean() * FPS
+    slide_after = np.linalg.norm(np.diff(after, axis=0), axis=1)[still].mean() * FPS
+    assert slide_after < 0.6 * slide_before and slide_after < 0.05
