@@ -421,9 +421,15 @@ def find_feet(character: Character, rest: dict[str, np.ndarray]) -> list[Foot]:
 
 
 # ----------------------------------------------------------------------------- clips
+def _preference(clip: Clip) -> tuple:
+    """Which of a kind's clips stands for it: one action before compounds, the kind's own action (a
+    horse's Walk, not its Trot, is its walk), then the shortest name."""
+    return clip.compound, clip.action_word != clip.kind, len(clip.label), clip.label
+
+
 def read_clips(character: Character, actions: list, descriptions: dict[str, str] | None = None) -> list[Clip]:
-    """One clip per kind the character's actions show (the simplest name of each kind: one action
-    before compounds, then the shortest), in the order of KINDS' values."""
+    """One clip per kind the character's actions show (`_preference`: one action before compounds, the
+    kind's own action, then the shortest name), in the order of KINDS' values."""
     by_kind: dict[str, Clip] = {}
     for action in actions:
         label = clip_label(action.name)
@@ -434,8 +440,7 @@ def read_clips(character: Character, actions: list, descriptions: dict[str, str]
             continue
         clip = Clip(action.name, label, kind, desc.action, desc, bool(desc.segments))
         best = by_kind.get(kind)
-        if best is None or (clip.compound, len(clip.label), clip.label) < (best.compound, len(best.label),
-                                                                           best.label):
+        if best is None or _preference(clip) < _preference(best):
             by_kind[kind] = clip
     order = list(dict.fromkeys(KINDS.values()))
     return sorted(by_kind.values(), key=lambda c: order.index(c.kind))
