@@ -1,8 +1,10 @@
 """Generated motion against the authored clips of held-out rigs, measured on the deformed mesh.
 
-Issue 17's "measure first". For each held-out authored rig (motion_real_support.RIG_FILES: Quaternius
-animals, dinosaurs, monsters, a goblin and a robot, which no training run, bank or calibration sees) and
-each CMU subject-07 walk (joints only), the rig's own clips are read as actions (walk, run/gallop, idle,
+Issues 17 and 31's "measure first". For each held-out authored rig (motion_real_sets: issue 17's
+Quaternius animals, dinosaurs, monsters, a goblin and a robot, and issue 31's held-out rigs of every
+source — a mech, the rat, two more monsters, the Mesh2Motion horse, CesiumMan, RobotExpressive, the
+luanti spider — which no training run, bank or calibration sees) and each CMU subject-07 walk (joints
+only), the rig's own clips are read as actions (walk, run/gallop, idle,
 eat, attack, jump, death, hit: `describe_clip_name` of the action's name, or of the trial's text in
 cmu_descriptions.csv), one clip per kind. Each gets a prompt (--prompt-style: "caption", the library's
 canonical paraphrase, "A husky walks."; "heldout", the held-out caption style; "label", the raw clip
@@ -27,14 +29,17 @@ authored median belt, in body sizes/s). Clips that travel keep the ground rule. 
 `gait_verdict(generated, authored, kind)`.
 
 The table prints generated/authored per measure; the summary line the share of locomotion cases that
-are gait-like and the median ratio generated/authored of each measure over them. A filmstrip per case
+are gait-like (by issue 17's bounds, and by issue 31's looser ones: eval/gait.HELD_OUT_RULES) and the
+median ratio generated/authored of each measure over them, overall, source by source
+(motion_real_sets.SOURCES) and over issue 17's set alone. A filmstrip per case
 (--filmstrips DIR, default docs/motion_real; Workbench, fixed orthographic side camera, checker floor):
 8 frames of the authored clip (once) above 8 of the generated one. These are renders of third-party
 assets: never committed (.gitignore).
 
 The main job's output is measured the same way: --measure-blend out/kirin.blend (its "Kirin:" actions).
 
-Run: .venv/bin/python benchmarks/bench_motion_real.py [--rigs Husky Dog 007_0] [--frames 96] [--seed 0]
+Run: .venv/bin/python benchmarks/bench_motion_real.py [--rigs Husky Dog 007_0] [--issue17] [--files F…]
+     [--frames 96] [--seed 0]
      [--prompt-style caption|heldout|label] [--no-filmstrips] [--filmstrips DIR] [--json out.json]
      [--assets ../shared/assets] [--device cpu] [--threads 0]
 """
