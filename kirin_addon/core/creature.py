@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .rig import Rig
 from .skinning import SkinnedMesh
 
@@ -58,5 +60,11 @@ class Creature:
 
     @property
     def leg_length(self) -> float:
-        """Hip height of the body above the ground at rest (0 for legless creatures)."""
-        return float(self.rig.heads[self.pelvis, 2]) if self.legs() else 0.0
+        """Hip height of the body above the ground at rest (0 for legless creatures): the pelvis', or the
+        legs' tops' where the legs hang from a root on the floor (the Quaternius women's `Root`)."""
+        legs = self.legs()
+        if not legs:
+            return 0.0
+        pelvis = float(self.rig.heads[self.pelvis, 2])
+        tops = float(np.median([self.rig.heads[leg.root, 2] for leg in legs]))
+        return tops if pelvis < 0.5 * tops else pelvis
