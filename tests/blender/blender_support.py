@@ -25,6 +25,13 @@ from kirin.operators.scene_io.pose import read_pose_channels  # noqa: E402
 activate = headless.activate
 
 
+def light_backend(fps: int = 30) -> None:
+    """The enabled extension's preferences set for a light CPU backend (one thread), the scene at `fps`."""
+    prefs = bpy.context.preferences.addons[f"bl_ext.{headless.REPO_NAME}.kirin"].preferences
+    prefs.backend_device, prefs.backend_threads = "cpu", 1
+    bpy.context.scene.render.fps = fps
+
+
 def reported(operator, *args, **options) -> dict:
     """Run a backend operator (`bpy.ops.kirin.…`, `args` as bpy.ops takes them) to its end; the report of
     what it made, which it writes to the file it is given (operators/backend_task.py)."""

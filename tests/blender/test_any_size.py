@@ -16,10 +16,9 @@ from kirin.kirin_addon.core.rig_reduction import reduce_rig
 from kirin.operators.scene_io.mesh import create_skinned_mesh
 from kirin.operators.scene_io.rig import create_armature, evaluated_pose, read_rig
 
-from blender_support import activate, bpy, reported, scene_state
+from blender_support import activate, bpy, light_backend, reported, scene_state
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULE_PREFS = "bl_ext.{}.kirin"
 FRAMES = 24
 
 pytestmark = pytest.mark.skipif(
@@ -31,11 +30,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def big(blender):
-    from blender_support import headless
-
-    prefs = bpy.context.preferences.addons[MODULE_PREFS.format(headless.REPO_NAME)].preferences
-    prefs.backend_device, prefs.backend_threads = "cpu", 1
-    bpy.context.scene.render.fps = 30
+    light_backend()
     creature = big_creature("biped", 1)
     arm = create_armature(creature.rig, "Big Robot")
     create_skinned_mesh(creature.mesh, arm, creature.rig, "Big Robot Body")

@@ -17,10 +17,9 @@ from kirin.operators.scene_io.mesh import create_skinned_mesh
 from kirin.operators.scene_io.rig import create_armature, evaluated_pose, read_rig
 
 from assets_support import asset_files
-from blender_support import activate, bpy, headless, scene_state
+from blender_support import activate, bpy, headless, light_backend, scene_state
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULE = f"bl_ext.{headless.REPO_NAME}.kirin"
 
 pytestmark = pytest.mark.skipif(
     not (ROOT / ".venv" / "bin" / "python").is_file()
@@ -32,10 +31,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture
 def gen(blender):
     """The extension enabled, its preferences set for a light CPU backend."""
-    prefs = bpy.context.preferences.addons[MODULE].preferences
-    prefs.backend_device = "cpu"
-    prefs.backend_threads = 1
-    bpy.context.scene.render.fps = 30
+    light_backend()
 
 
 def blob():
