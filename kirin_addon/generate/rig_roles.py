@@ -33,6 +33,8 @@ FOOT_LEVEL = 0.06
 # A limb's chain must drop from its highest joint to its end by at least this share of its length to be
 # a leg (a spider's legs arch up first; a chain lying on the floor does not drop).
 DROP_SHARE = 0.25
+# A branch beside the body whose top is this high (body sizes) and whose end is on the floor is a leg.
+LEG_TOP = 0.15
 # Joints further than this from the midline are on a side (body sizes).
 SIDE = 0.02
 # The floor-touching leaves of one foot (toes, heel) lie within this of each other (body sizes).
@@ -170,8 +172,17 @@ def _body_top(rig: Rig, control: np.ndarray) -> int:
             continue
         if not others or any(_lowest(rig, k, body) < rig.heads[top, 2] - SAME_POINT for k in others):
             return top
+        if any(_stands_down(rig, k, body) for k in others):  # legs from a floor-level root beside the hips
+            return top
         top = biggest
     return top
+
+
+def _stands_down(rig: Rig, top: int, body: np.ndarray) -> bool:
+    """Whether a branch is a leg standing on the floor: its top high above the rig's lowest point, its
+    end down on it (the Quaternius women's legs hang from the floor-level `Root`, beside the `Hips`)."""
+    floor = float(min(rig.heads[body, 2].min(), rig.tails[body, 2].min()))
+    return rig.heads[top, 2] - floor > LEG_TOP and _lowest(rig, top, body) - floor <= SAME_POINT
 
 
 def _lowest(rig: Rig, top: int, body: np.ndarray) -> float:
