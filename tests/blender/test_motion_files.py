@@ -62,7 +62,8 @@ def _tilt(track: dict) -> np.ndarray:
     return np.degrees(np.arccos(np.clip(trunk[:, 2] / np.linalg.norm(trunk, axis=1), -1.0, 1.0)))
 
 
-@pytest.mark.skipif(not (ASSETS / "bvh_cmu_subjects_01_07" / "002_01.bvh").is_file(), reason="needs the CMU take")
+@pytest.mark.skipif(not (ASSETS / "bvh_cmu_subjects_01_07" / "002_01.bvh").is_file(),
+                    reason="needs the CMU take")
 def test_a_folded_z_up_centimetre_bvh_walks_upright_on_the_floor(blender):
     """002_01: a Character Creator skeleton whose zero pose is folded (hips along +Z, thighs along +Y) and
     whose takes stand along Y, in centimetres. On main it laid CesiumMan on its side and sank it through
