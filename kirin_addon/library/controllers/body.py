@@ -136,6 +136,10 @@ ARM_CLEARANCE_HANGING = 0.9
 SKIN_REACH = 1.35
 # The furthest out a broad body holds its arms (rad): the Quaternius monsters' own walks hold them 35–50°.
 TORSO_ANGLE = float(np.radians(50.0))
+# A body that needs its arms less than this far out (rad) is slim: they hang at the default (the skin's
+# estimate varies by a few degrees with how a rig's arm is split into bones: a 256-bone rig and its
+# 64-bone reduction must hang their arms alike).
+TORSO_MIN = float(np.radians(20.0))
 # The most a hanging arm bends its elbow to keep its hand off the floor (rad); a longer arm goes out.
 ELBOW_MAX = 1.0
 
@@ -216,6 +220,7 @@ def _hang(creature: Creature, limb: Limb, k0: int) -> tuple[np.ndarray, float]:
     hanging = abducted < REST_HANGING  # the artist's rest hangs the arm: it may come lower
     clearance = (ARM_CLEARANCE_HANGING if hanging else ARM_CLEARANCE) * height
     torso = _clears_torso(creature, limb, k0, length)
+    torso = torso if torso >= TORSO_MIN else 0.0  # a slim body: its arms hang as arms do
     angle = max(float(np.arctan(0.15)), abducted if hanging else 0.0, torso)
     upper_arm = float(np.linalg.norm(rest))
     drop = upper_arm * np.cos(angle)
