@@ -73,11 +73,8 @@ CALIBRATION_GLOBS = ("quaternius/animals_pack/*.glb", "quaternius/dinosaurs_pack
 def source_of(path: str | Path, assets: Path | None = None) -> str:
     """The source a rig file comes from (SOURCES), from its path under `assets` ('other' if none)."""
     relative = Path(path)
-    if assets is not None and relative.is_absolute():
-        try:
-            relative = relative.relative_to(assets)
-        except ValueError:
-            pass
+    if assets is not None and relative.is_relative_to(assets):
+        relative = relative.relative_to(assets)
     text = relative.as_posix()
     for source, prefixes in SOURCES.items():
         if any(text.startswith(prefix) or f"/{prefix}" in text for prefix in prefixes):

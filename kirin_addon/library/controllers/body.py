@@ -328,9 +328,8 @@ def _z_joints(rig, limb: Limb, reach: float) -> tuple[int, int]:
     return (elbow, wrist) if wrist else (0, 0)
 
 
-def fold_wings(poser: Poser, beat: np.ndarray | None = None) -> None:
-    """Wings folded to the body, however the rig spreads them at rest (a bird standing or walking), moved
-    rigidly by a small `beat` about the body's long axis (up > 0) where one is given."""
+def fold_wings(poser: Poser) -> None:
+    """Wings folded to the body, however the rig spreads them at rest (a bird standing or walking)."""
     rig = poser.rig
     for limb in poser.creature.limbs_of("wing"):
         root = rig.heads[limb.root]
@@ -341,8 +340,6 @@ def fold_wings(poser: Poser, beat: np.ndarray | None = None) -> None:
         drop = float(np.clip(WING_CLEARANCE * root[2] / reach, 0.0, FOLDED_DROP))
         fold = _fold(span / reach, _chord(poser.creature, limb, span / reach), drop, limb.side)
         parent_q = poser.get(int(rig.parents[limb.root]))
-        if beat is not None:
-            parent_q = quat_multiply(parent_q, about(Y_AXIS, -limb.side * beat))
         elbow, wrist = _z_joints(rig, limb, reach) if fold[0] < 1.0 - 1e-9 else (0, 0)
         forearm = quat_multiply(about(X_AXIS, np.array(-Z_FOLD)), fold)
         for k, j in enumerate(limb.joints):
