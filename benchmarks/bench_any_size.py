@@ -110,7 +110,7 @@ def filmed_walk(creature: Creature, frames: int) -> tuple[Evidence2D, object, np
     heads = joint_positions(creature.rig, walk)
     camera = frame_camera(heads, (SIZE, SIZE), azimuth=0.3, elevation=np.radians(10), framing=Framing(40.0))
     video = render_motion(creature.rig, creature.mesh, walk, camera, (SIZE, SIZE))
-    body = np.arange(25)
+    body = np.arange(build_creature("biped", 1).rig.joint_count)  # the body's joints, first on the grown rig
     confidence = np.zeros(video.keypoints.shape[:2])
     confidence[:, body] = video.visibility[:, body]
     masks = video.masks.astype(np.float32)

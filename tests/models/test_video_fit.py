@@ -382,23 +382,12 @@ def test_the_pipeline_hands_its_fitter_plain_arrays(scene):
 
 # ---------------------------------------------------------------------------- any size (issue 31)
 def _filmed_walk(creature, frames: int = 12):
-    """A constructed walk of `creature` filmed from its side a little ahead; the body's own joints
-    (the built creature's 25, at the same indices on the grown one) tracked where visible."""
-    from kirin.kirin_addon.generate.pipeline import GeneratePipeline
-    from kirin.kirin_addon.generate.request import GenerateRequest
-    from kirin.kirin_addon.video.synth import Framing, frame_camera, render_motion
+    """A constructed walk of `creature` filmed from its side a little ahead; the body's own joints (the
+    built creature's 25, at the same indices on the grown one) tracked where visible: the any-size
+    benchmark's film."""
+    from kirin.benchmarks.bench_any_size import filmed_walk
 
-    generate = GeneratePipeline(None)
-    walk = generate.run(generate.prepare(creature.rig, creature.mesh),
-                        GenerateRequest("a robot walking forward", frames=frames, seed=2))[0].motion
-    heads = joint_positions(creature.rig, walk)
-    camera = frame_camera(heads, (SIZE, SIZE), azimuth=0.3, elevation=np.radians(10), framing=Framing(40.0))
-    video = render_motion(creature.rig, creature.mesh, walk, camera, (SIZE, SIZE))
-    body = np.arange(build_creature("biped", 1).rig.joint_count)
-    confidence = np.zeros(video.keypoints.shape[:2])
-    confidence[:, body] = video.visibility[:, body]
-    evidence = Evidence2D((SIZE, SIZE), 30.0, video.keypoints, confidence, video.masks.astype(np.float32))
-    return evidence, camera, body
+    return filmed_walk(creature, frames)
 
 
 def _tracked_pck(result: VideoFitResult, rig, evidence: Evidence2D, body: np.ndarray) -> tuple[float, float]:
