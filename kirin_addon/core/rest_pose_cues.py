@@ -396,6 +396,11 @@ def _ground_scores(body: _Body) -> tuple[np.ndarray, np.ndarray]:
         resting = int(np.sum(touching & body.rests))
         share = resting / max(int(body.rests.sum()), 1)
         lying = 0.3 * float(np.clip((share - 0.3) / 0.4, 0.0, 1.0)) if resting >= 5 else 0.0
+        if float(height.max()) - floor <= _CONTACT:
+            # Every joint on one plane: a centreline rig (a snake rearing up, a fish) has its mirror
+            # plane there, not its floor, and a snake flat on the floor looks the same: the plane
+            # says nothing of which way is up.
+            lying = 0.0
         # Rest poses are not balanced exactly (arms held forward): only a centre well outside
         # the footprint counts against a stance.
         balance = 1.0 - float(np.clip((outside - 0.15) / 0.25, 0.0, 1.0))

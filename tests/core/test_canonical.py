@@ -254,6 +254,22 @@ def test_featureless_rig_falls_back_to_the_blender_convention():
     assert frame.forward_axis == "-Y"
 
 
+def test_snake_rearing_in_its_mirror_plane_is_not_laid_on_its_side():
+    """A centreline snake whose tail lies on the floor and whose neck rears up has every joint in its
+    mirror plane: that plane is not a floor to lie on (Quaternius' Snake_angry slithered on its side, its
+    wave through the floor). Read from a +Y-up file, the file's up decides."""
+    b = RigBuilder()
+    path = [[0, 0.8, 0.02], [0, 0.4, 0.02], [0, 0.0, 0.02], [0, -0.2, 0.2], [0, -0.25, 0.5], [0, -0.35, 0.7]]
+    parent = None
+    for i, (head, tail) in enumerate(zip(path[:-1], path[1:], strict=True)):
+        parent = b.add("Tail" if i == 0 else f"Body{i}", parent, head, tail)
+    b.add("Head", parent, path[-1], [0, -0.5, 0.7])
+    z_up = b.build()
+    y_up = z_up.transformed(np.linalg.inv(Y_UP_TO_Z_UP))  # as the glTF file holds it
+    frame = detect_canonical_frame(y_up, world_matrix=Y_UP_TO_Z_UP)
+    assert frame.up_axis == "+Z", frame.notes
+
+
 # --------------------------------------------------------------------------- exact transforms
 def _random_frame(rng: np.random.Generator) -> CanonicalFrame:
     q = quat_normalize(rng.normal(size=4))
