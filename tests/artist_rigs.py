@@ -6,6 +6,8 @@ Canonical frame: +Z up, facing −Y, left on +X, body size about 1.
 
 from __future__ import annotations
 
+import numpy as np
+
 from kirin.kirin_addon.core.rig import Rig, RigBuilder
 
 
@@ -52,3 +54,32 @@ def biped_with_foot_controls() -> Rig:
         b.add(f"LowerLeg.{side}_end", f"LowerLeg.{side}", (0.06 * x, 0, 0.16), (0.06 * x, 0, 0.1))
         b.add(f"Foot.{side}", "Bone", (0.06 * x, 0, 0.16), (0.06 * x, -0.08, 0.16))  # along the sole
     return b.build()
+
+
+def long_necked_grazer(poles: bool = False) -> Rig:
+    """A sauropod built as the Quaternius dinosaurs are: short legs (a fifth of the body) under a long neck
+    and tail, each leg stopping at its lower leg with the foot a deforming bone under the floor-level root;
+    the knees stand half the leg up. `poles`: pole targets a body length's third in front of the knees, at
+    their height (under the lowered head)."""
+    b = RigBuilder()
+    b.add("Root", None, (0, 0, 0), (0, 0, 0.05))
+    b.add("Body", "Root", (0, 0, 0.3), (0, 0, 0.31))
+    b.add("Hips", "Body", (0, 0.05, 0.22), (0, 0.0, 0.21))
+    b.add("Shoulders", "Hips", (0, 0.0, 0.21), (0, -0.09, 0.19))
+    b.add("Neck", "Shoulders", (0, -0.09, 0.19), (0, -0.33, 0.22))
+    b.add("Head", "Neck", (0, -0.33, 0.22), (0, -0.46, 0.26))
+    b.add("Tail1", "Body", (0, 0.06, 0.2), (0, 0.18, 0.12))
+    b.add("Tail2", "Tail1", (0, 0.18, 0.12), (0, 0.3, 0.04))
+    b.add("Tail3", "Tail2", (0, 0.3, 0.04), (0, 0.54, 0.03))
+    for side, x in (("L", 1), ("R", -1)):
+        for part, y in (("Front", -0.12), ("Back", 0.05)):
+            b.add(f"{part}Leg.{side}", "Body", (0.006 * x, y, 0.15), (0.03 * x, y, 0.15))
+            knee = (0.026 * x, y + 0.02, 0.06)
+            b.add(f"{part}UpLeg.{side}", f"{part}Leg.{side}", (0.03 * x, y, 0.15), knee)
+            b.add(f"{part}LowLeg.{side}", f"{part}UpLeg.{side}", knee, (0.025 * x, y + 0.01, 0.02))
+            b.add(f"{part}Foot.{side}", "Root", (0.025 * x, y - 0.01, 0.005), (0.025 * x, y - 0.01, 0.01))
+            if poles:
+                b.add(f"Pole{part}.{side}", "Root", (0.026 * x, y - 0.33, 0.06), (0.026 * x, y - 0.33, 0.1))
+    rig = b.build()
+    deform = np.array([not name.startswith("Pole") for name in rig.names])  # poles deform nothing
+    return Rig(list(rig.names), rig.parents, rig.rest, rig.tails, deform, rig.connected, rig.local_rest)

@@ -30,6 +30,9 @@ SAME_POINT = 0.03
 # Chain joints whose heads are within this of the lowest one are the foot: the ankle of a foot flat on
 # the floor, with its toes (a human ankle is ~0.045 of the body's height above its sole).
 FOOT_LEVEL = 0.06
+# … and within this share of the leg's drop: a giant's short legs under a long body (an Apatosaurus' knee
+# stands 0.06 body sizes up, half its leg) keep their knees.
+FOOT_SHARE = 0.25
 # A limb's chain must drop from its highest joint to its end by at least this share of its length to be
 # a leg (a spider's legs arch up first; a chain lying on the floor does not drop).
 DROP_SHARE = 0.25
@@ -233,7 +236,8 @@ def _followers(rig: Rig, body_top: int, body: np.ndarray, floor: float) -> tuple
         if gap <= SAME_POINT:
             followers[top] = nearest
         elif (gap <= FOLLOW_NEAR and nearest in leaves and heads[top, 2] < heads[nearest, 2]
-              and heads[top, 2] - floor <= GROUND):  # a foot control on the floor, not a pole target
+              and heads[top, 2] - floor <= GROUND and _descends(rig, nearest)):
+            # a foot control on the floor under a leg's end, not a pole target (under a grazer's head)
             existing = [k for k, (parent, _) in enumerate(tips) if parent == nearest]
             if not existing:
                 tips.append((nearest, heads[top].copy()))
@@ -244,6 +248,12 @@ def _followers(rig: Rig, body_top: int, body: np.ndarray, floor: float) -> tuple
         else:
             followers[top] = -1
     return followers, tips
+
+
+def _descends(rig: Rig, leaf: int) -> bool:
+    """Whether a chain comes down to its end at `leaf`, as a leg's does (a head rises from its neck)."""
+    parent = int(rig.parents[leaf])
+    return parent < 0 or rig.heads[leaf, 2] < rig.heads[parent, 2]
 
 
 # ----------------------------------------------------------------------------- legs
@@ -294,7 +304,7 @@ def _leg_roles(rig: Rig, body: np.ndarray, body_top: int, floor: float) -> list[
         if drop < DROP_SHARE * max(length, 1e-9):
             continue
         head_z = heads[chain, 2]
-        low = head_z <= head_z.min() + FOOT_LEVEL
+        low = head_z <= head_z.min() + min(FOOT_LEVEL, FOOT_SHARE * drop)
         foot_at = len(chain) - 1
         while foot_at > 0 and low[foot_at - 1]:  # the last run of low joints: ankle and toes, not a hip
             foot_at -= 1

@@ -5,12 +5,12 @@ with locomotion clips but the held-out ones, and the CMU subjects 01–06; the 1
 that share one set of clips count once), measured on the deformed mesh by
 `benchmarks/bench_motion_real.py --calibration`; docs/tempo.md has the table. Game clips keep one
 tempo across the rigs' proportions (a monster with legs 0.2 body sizes long walks at the same 1 Hz as a
-person), so the frequency is the gait's; a species the prompt names scales it mildly by its size
-(∝ leg^-0.3). A speed word changes the tempo as cadence follows speed in people and animals
-(frequency ∝ speed^0.55), and the stride carries the rest. A stance share is the one the controllers
-must be given for the deformed mesh to read the authored median. Bipeds get the crouch, lean, arm swing
-and foot roll their walks and runs have (game characters stand with straight legs: a stride needs bent
-knees).
+person), so the frequency is the gait's; a species the prompt names may scale it by its size
+(∝ leg^-k, k calibrated with the table: 0 where a species' size tells nothing of an artist's tempo).
+A speed word changes the tempo as cadence follows speed in people and animals (frequency ∝
+speed^0.55), and the stride carries the rest. A stance share is the one the controllers must be given
+for the deformed mesh to read the authored median. Bipeds get the crouch, lean, arm swing and foot roll
+their walks and runs have (game characters stand with straight legs: a stride needs bent knees).
 
 Every gait segment made for a prompt or a video gets its tempo here (`gait_segment`): its stride
 frequency and the controllers' gait values it changes (GaitOverrides), and the rigs it came from.
@@ -64,7 +64,7 @@ LEG_METRES = {
     "human": 0.9, "person": 0.9, "man": 0.9, "woman": 0.85, "knight": 0.9,
 }
 REFERENCE_LEG_METRES = {"quadruped": 1.0, "biped": 0.9}
-# Game clips follow size more weakly than Froude's f ∝ L^-0.5: f ∝ L^-0.3 fits the calibration rigs.
+# f ∝ L^-SIZE_EXPONENT where no table is given; the committed table calibrates its own (`size_exponent`).
 SIZE_EXPONENT = 0.3
 
 
@@ -84,20 +84,23 @@ class TempoTable:
 
     A rig is given the weighted mean of the calibration rigs' tempi, each weighted by how alike their
     builds are (a Gaussian of the distance in feature units), with the family's median weighing in as
-    `prior_weight` rigs: a rig built like none of them gets the family's tempo."""
+    `prior_weight` rigs: a rig built like none of them gets the family's tempo, scaled by the size of a
+    species the prompt names as leg^-`size_exponent`."""
 
-    rigs: list[dict]  # {"rig", "family", "shape": [FEATURES], "walk"/"run": {"frequency", "duty"}}
+    rigs: list[dict]  # {"rig", "family", "species", "shape": [FEATURES], "walk"/"run": {"frequency", "duty"}}
     scales: dict[str, list[float]]  # per family, the unit of each feature (its spread over the rigs)
     median_duty: dict[str, float]  # "family/kind" → the rigs' median authored stance share
     bandwidth: float = 0.35
     prior_weight: float = 1.0
+    size_exponent: float = SIZE_EXPONENT
 
     @classmethod
     def load(cls, path: Path = TABLE_PATH) -> TempoTable:
         data = json.loads(path.read_text())
         if data.get("features") != list(FEATURES):
             raise ValueError(f"{path}: made for other rig features; run tools/calibrate_tempo.py again")
-        return cls(data["rigs"], data["scales"], data["median_duty"], data["bandwidth"], data["prior_weight"])
+        return cls(data["rigs"], data["scales"], data["median_duty"], data["bandwidth"], data["prior_weight"],
+                   data["size_exponent"])
 
     def neighbours(self, shape: RigShape, kind: str) -> list[tuple[dict, float]]:
         """(rig, weight) of the calibration rigs of the shape's family with an authored `kind`."""
@@ -152,9 +155,7 @@ def tempo_of(family: str, gait: str, pace: float = 1.0, species: str | None = No
     if tempo is None:
         return None
     table = tempo_table() if table is None else table
-    size = 1.0
-    if species in LEG_METRES and family in REFERENCE_LEG_METRES:
-        size = (LEG_METRES[species] / REFERENCE_LEG_METRES[family]) ** -SIZE_EXPONENT
+    size = species_size(family, species, SIZE_EXPONENT if table is None else table.size_exponent)
     factor, duty, source = size, 0.0, ()
     kinds = [k for k in KIND_OF_GAIT.get(gait, ()) if (family, k) in PRIOR_GAIT]
     if shape is not None and table is not None and shape.family == family and kinds:
@@ -173,6 +174,13 @@ def tempo_of(family: str, gait: str, pace: float = 1.0, species: str | None = No
     if overrides.duty is not None:
         overrides = replace(overrides, duty=overrides.duty + duty)
     return Tempo(tempo.frequency * factor * pace**CADENCE_EXPONENT, overrides, source)
+
+
+def species_size(family: str, species: str | None, exponent: float) -> float:
+    """The factor on a family's stride frequency of a species' size (1 where it is not known)."""
+    if species in LEG_METRES and family in REFERENCE_LEG_METRES:
+        return (LEG_METRES[species] / REFERENCE_LEG_METRES[family]) ** -exponent
+    return 1.0
 
 
 def gait_segment(family: str, action: str, seconds: float, pace: float = 1.0, species: str | None = None,

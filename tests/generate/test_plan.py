@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kirin.kirin_addon.generate.plan import PACE_OF_BUCKET, MotionPlan, Segment, plan_prompt
-from kirin.kirin_addon.generate.tempo import TEMPI, species_in, tempo_of
+from kirin.kirin_addon.generate.tempo import TEMPI, TempoTable, species_in, tempo_of, tempo_table
 from kirin.kirin_addon.library.controllers.segments import GaitSegment
 
 
@@ -59,10 +59,16 @@ def test_the_tempo_follows_pace_and_size():
     walk = TEMPI[("quadruped", "walk")].frequency
     assert tempo_of("quadruped", "walk").frequency == walk
     assert tempo_of("quadruped", "walk", 0.7).frequency == pytest.approx(walk * 0.7**0.55)
-    fox = tempo_of("quadruped", "walk", species="fox")
-    donkey = tempo_of("quadruped", "walk", species="donkey")
-    assert fox.frequency > walk > donkey.frequency  # a fox steps quicker than a donkey
-    assert tempo_of("quadruped", "walk", species="goblin").frequency == walk  # no size known
+    # Where a species' size is calibrated to speak (leg^-0.3), a fox steps quicker than a donkey.
+    sized = TempoTable([], {}, {}, size_exponent=0.3)
+    fox = tempo_of("quadruped", "walk", species="fox", table=sized)
+    donkey = tempo_of("quadruped", "walk", species="donkey", table=sized)
+    assert fox.frequency > walk > donkey.frequency
+    assert fox.frequency == pytest.approx(walk * (0.4 / 1.0) ** -0.3)
+    assert tempo_of("quadruped", "walk", species="goblin", table=sized).frequency == walk  # no size known
+    # The committed table's exponent is the calibration's: artists' game clips do not step by size.
+    committed = tempo_table().size_exponent
+    assert tempo_of("quadruped", "walk", species="fox").frequency == pytest.approx(walk * 0.4**-committed)
     assert tempo_of("serpent", "slither") is None
     assert tempo_of("biped", "run").overrides.lean > 0
 

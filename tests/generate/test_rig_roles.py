@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from artist_rigs import biped_with_foot_controls, ik_quadruped
+from artist_rigs import biped_with_foot_controls, ik_quadruped, long_necked_grazer
 
 from kirin.kirin_addon.core.creature import LEFT, RIGHT
 from kirin.kirin_addon.core.rig import RigBuilder
@@ -79,3 +79,28 @@ def test_a_rig_without_legs_is_a_clear_error():
     b.add("Head", "Body", (0, -0.3, 0.5), (0, -0.5, 0.5))
     with pytest.raises(RoleError, match="no legs"):
         detect_roles(b.build())
+
+
+def test_a_giants_short_legs_plant_their_feet_not_their_knees():
+    """Under a long neck and tail a sauropod's legs are a fifth of the body, the knees half the leg up: the
+    legs end at the foot bones beside the body (tips there), not at the knees (0.06 body sizes up, which
+    on a person's leg would be the ankle) — with the knee as the foot the legs reached nothing and the
+    walk stood still."""
+    roles = detect_roles(long_necked_grazer())
+    assert roles.family == "quadruped"
+    assert sorted(leg.side for leg in roles.legs) == [RIGHT, RIGHT, LEFT, LEFT]
+    for leg in roles.legs:
+        assert leg.foot in roles.tips
+        assert roles.rig.heads[leg.foot, 2] < 0.01  # on the floor, where the foot bone is
+    assert _names(roles, roles.tail) == ["Tail1", "Tail2", "Tail3"]
+
+
+def test_a_pole_target_under_a_lowered_head_does_not_lengthen_the_neck():
+    """Pole targets in front of the knees lie under a grazer's lowered head, low and near it: a head rises
+    from its neck, so the pole is no foot control of it (it had made a tip of the head, and the rig's
+    build — its head height — moved with the controls a rigger adds)."""
+    plain, with_poles = detect_roles(long_necked_grazer()), detect_roles(long_necked_grazer(poles=True))
+    assert len(with_poles.tips) == len(plain.tips) == 4
+    assert with_poles.rig.names[with_poles.head] == plain.rig.names[plain.head] == "Head"
+    assert _names(with_poles, with_poles.neck) == _names(plain, plain.neck)
+

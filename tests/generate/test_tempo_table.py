@@ -16,8 +16,8 @@ from kirin.kirin_addon.generate.rig_shape import FEATURES, RigShape, rig_shape
 from kirin.kirin_addon.generate.tempo import TABLE_PATH, TEMPI, TempoTable, tempo_of
 from kirin.kirin_addon.library.controllers.gaits import FAMILY_GAITS, GAITS
 
-MONSTER = (2.3, 5.0, 0.3, 0.9, 0.4, 1.8, 0.9, 0.0)
-WALKER = (2.3, 4.0, 0.5, 0.95, 0.2, 1.2, 0.8, 0.0)
+MONSTER = (0.9, 1.8, 0.9, 0.0)
+WALKER = (0.95, 1.2, 0.8, 0.0)
 
 
 def _table(bandwidth: float = 0.1, prior_weight: float = 0.5) -> TempoTable:
@@ -27,7 +27,7 @@ def _table(bandwidth: float = 0.1, prior_weight: float = 0.5) -> TempoTable:
         {"rig": "other/walker", "family": "biped", "shape": list(WALKER),
          "walk": {"frequency": 0.7, "duty": 0.55}},
     ]
-    scales = {"biped": [0.4, 0.2, 0.15, 0.15, 0.17, 0.3, 0.6, 0.5]}
+    scales = {"biped": [0.15, 0.3, 0.6, 0.5]}
     duties = {"biped/walk": 0.56, "biped/run": 0.39}
     return TempoTable(rigs, scales, duties, bandwidth, prior_weight)
 
@@ -46,7 +46,7 @@ def test_a_rig_built_like_a_calibration_rig_gets_its_tempo():
 
 def test_a_rig_built_like_none_gets_the_family_tempo_and_its_species_size():
     table = _table()
-    odd = RigShape("biped", (4.0, 2.0, 0.9, 0.5, 1.5, 0.2, 0.1, 2.0))
+    odd = RigShape("biped", (0.5, 0.2, 0.1, 2.0))
     walk = tempo_of("biped", "walk", shape=odd, table=table)
     assert walk.frequency == pytest.approx(TEMPI[("biped", "walk")].frequency, rel=1e-3)
     assert walk.source == ()
