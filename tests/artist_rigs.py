@@ -83,3 +83,21 @@ def long_necked_grazer(poles: bool = False) -> Rig:
     rig = b.build()
     deform = np.array([not name.startswith("Pole") for name in rig.names])  # poles deform nothing
     return Rig(list(rig.names), rig.parents, rig.rest, rig.tails, deform, rig.connected, rig.local_rest)
+
+
+def quadruped_of_separate_roots() -> Rig:
+    """A quadruped rigged as Quaternius' FBX red fox is: the spine, the tail and each leg a root of its own
+    (no bone joins a leg to the body), numbered bones, each leg's end bone reaching the floor."""
+    b = RigBuilder()
+    b.add("Bone", None, (0, 0.0, 0.5), (0, -0.3, 0.5))
+    b.add("Bone.001", "Bone", (0, -0.3, 0.5), (0, -0.45, 0.6))
+    b.add("Bone.002", "Bone.001", (0, -0.45, 0.6), (0, -0.6, 0.6))
+    b.add("Bone.003", None, (0, 0.05, 0.5), (0, 0.4, 0.35))
+    serial = 4
+    for y in (0.05, -0.38):
+        for x in (0.1, -0.1):
+            top = b.add(f"Bone.{serial:03d}", None, (x, y, 0.36), (x, y, 0.22))
+            knee = b.add(f"Bone.{serial + 1:03d}", top, (x, y, 0.22), (x, y + 0.03, 0.1))
+            b.add(f"Bone.{serial + 2:03d}", knee, (x, y + 0.03, 0.1), (x, y, 0.0))
+            serial += 3
+    return b.build()

@@ -134,7 +134,7 @@ def _only_followers_move(roles: RigRoles, motion: Motion) -> Motion:
     if motion.translations is None:
         return motion
     moved = np.zeros_like(motion.translations)
-    tops = [top for top in roles.followers if top < motion.joint_count]
+    tops = [top for top in (*roles.followers, *roles.hung) if top < motion.joint_count]
     if roles.above_pelvis and not roles.rig.connected[roles.pelvis]:
         tops.append(roles.pelvis)  # the body rides on a floor-level root
     moved[:, tops] = motion.translations[:, tops]

@@ -79,6 +79,8 @@ class RigRoles:
     arms: list[list[int]]
     # joint outside the body tree → the working-rig joint it follows rigidly (its whole subtree comes along)
     followers: dict[int, int] = field(default_factory=dict)
+    # the user's roots the working rig hangs from the body (legs an artist left as roots of their own)
+    hung: tuple[int, ...] = ()
 
     @property
     def above_pelvis(self) -> list[int]:
@@ -179,6 +181,27 @@ def _body_top(rig: Rig, control: np.ndarray) -> int:
             return top
         top = biggest
     return top
+
+
+def _separate_legs_hung(rig: Rig, body_top: int, control: np.ndarray) -> tuple[Rig, tuple[int, ...]]:
+    """The rig with every leg an artist left as a root of its own (Quaternius' FBX red fox: the spine, the
+    tail and each leg a root) hung from the body joint nearest its top, and those roots: a root beside the
+    body whose chain stands down to the floor and whose top is near a body joint."""
+    body = rig.subtree(body_top) & ~control
+    joints = np.flatnonzero(body)
+    parents = rig.parents.copy()
+    hung = []
+    for root in rig.roots:
+        root = int(root)
+        if rig.subtree(root)[body_top] or control[root] or not _stands_down(rig, root, ~control):
+            continue  # the body's own root, a control, or no leg
+        distance = np.linalg.norm(rig.heads[joints] - rig.heads[root], axis=1)
+        if distance.min() <= FOLLOW_NEAR:
+            parents[root] = int(joints[int(np.argmin(distance))])
+            hung.append(root)
+    if not hung:
+        return rig, ()
+    return Rig(list(rig.names), parents, rig.rest, rig.tails, rig.deform), tuple(hung)
 
 
 def _stands_down(rig: Rig, top: int, body: np.ndarray) -> bool:
@@ -417,6 +440,7 @@ def _body_of_girdle(rig: Rig, pelvis: int, body: np.ndarray, legs: list[LegRole]
 def detect_roles(rig: Rig) -> RigRoles:
     """The roles of a rig in the canonical frame; RoleError when it has no legs to walk on."""
     control = control_joints(rig)
+    rig, hung = _separate_legs_hung(rig, _body_top(rig, control), control)
     body_top = _body_top(rig, control)
     body = rig.subtree(body_top) & ~control
     followers, tips = _followers(rig, body_top, body, _floor(rig, ~control))
@@ -465,7 +489,8 @@ def detect_roles(rig: Rig) -> RigRoles:
     # A tail reaches back from the midline (not the fingers of a hand hanging behind the hips).
     if tail and (work.heads[tail[-1], 1] - work.heads[pelvis, 1] < 0.1 or abs(work.heads[tail[0], 0]) > 0.05):
         tail = []
-    return RigRoles(work, rig.joint_count, family, pelvis, spine, neck, head, tail, legs, arms, followers)
+    return RigRoles(work, rig.joint_count, family, pelvis, spine, neck, head, tail, legs, arms, followers,
+                    hung)
 
 
 def wing_like(rig: Rig, chain: list[int], leg_length: float, vertices: np.ndarray | None = None,

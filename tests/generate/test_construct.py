@@ -4,7 +4,7 @@ one, foot controls travel with their legs, and the rig's own frame is honoured."
 from __future__ import annotations
 
 import numpy as np
-from artist_rigs import biped_with_foot_controls, ik_quadruped
+from artist_rigs import biped_with_foot_controls, ik_quadruped, quadruped_of_separate_roots
 
 from kirin.kirin_addon.core.canonical import CanonicalFrame, canonical_rig
 from kirin.kirin_addon.core.motion import joint_positions
@@ -122,3 +122,23 @@ def test_a_trot_that_ends_in_a_sit_stops_and_sits_where_its_feet_stopped():
     moved = np.linalg.norm(np.diff(feet, axis=0), axis=-1)
     assert moved[planted].max() < 1e-3  # no slide into the sit
     assert made.contacts[-20:].all()
+
+
+def test_legs_rigged_as_roots_of_their_own_walk_with_the_body():
+    """Each leg a root of its own: the walk moves the leg roots with the body (they keep their place on
+    it), the feet step and plant, and the body travels forward."""
+    rig = quadruped_of_separate_roots()
+    canon = canonical_rig(rig, CanonicalFrame(np.eye(3), 1.0, np.zeros(3)))
+    made = construct_motion(canon, rig, plan_prompt("a fox walking forward", "quadruped"), 120, FPS, 0)
+    positions = joint_positions(rig, made.motion)
+    body = rig.names.index("Bone")
+    travel = positions[-1, body, 1] - positions[0, body, 1]
+    assert travel < -0.5
+    for top in (4, 7, 10, 13):  # each leg's root stays where it is on the body
+        offset = np.linalg.norm(positions[:, top] - positions[:, body], axis=1)
+        assert np.ptp(offset) < 0.05
+        assert np.ptp(positions[:, top, 1]) > 0.4  # and travels with it
+    for leg in range(4):
+        planted = made.contacts[:, leg]
+        assert 0.3 < planted.mean() < 0.8
+    assert positions[:, made.feet, 2].min() > -1e-3  # never below the floor

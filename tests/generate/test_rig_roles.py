@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from artist_rigs import biped_with_foot_controls, ik_quadruped, long_necked_grazer
+from artist_rigs import (
+    biped_with_foot_controls,
+    ik_quadruped,
+    long_necked_grazer,
+    quadruped_of_separate_roots,
+)
 
 from kirin.kirin_addon.core.creature import LEFT, RIGHT
 from kirin.kirin_addon.core.rig import RigBuilder
@@ -104,3 +109,15 @@ def test_a_pole_target_under_a_lowered_head_does_not_lengthen_the_neck():
     assert with_poles.rig.names[with_poles.head] == plain.rig.names[plain.head] == "Head"
     assert _names(with_poles, with_poles.neck) == _names(plain, plain.neck)
 
+
+
+def test_legs_rigged_as_roots_of_their_own_hang_from_the_body():
+    """Spine, tail and each leg a separate root: the legs stand down to the floor beside the body, so they
+    are its legs (the red fox was refused: 'no chain of bones reaches down to the floor')."""
+    rig = quadruped_of_separate_roots()
+    roles = detect_roles(rig)
+    assert roles.family == "quadruped" and len(roles.legs) == 4
+    tops = {leg.chain[0] for leg in roles.legs}
+    assert tops == set(roles.hung) and all(rig.parents[top] < 0 for top in tops)
+    assert sorted(leg.side for leg in roles.legs) == [RIGHT, RIGHT, LEFT, LEFT]
+    assert {leg.position for leg in roles.legs} == {"front", "hind"}
