@@ -16,12 +16,25 @@ source foot's rotation from there.
 **Held.** Legs of other proportions than the source's (a monster's short thighs, long shins and big
 feet) do not put the foot where the source's foot is when the hips move as the source's do: a planted
 foot slides, or rises through the stance (a Quaternius monster's ankle on a CMU walk rose half its
-swing height while the actor's stayed down: the stance read half as long). So where the source's foot
-is planted (low and slow), the target's foot is held by two-bone IK on its thigh and shin
-(`core.ik.two_bone`, the knee bending the way it bends): in place over the contact (where it stands
-on average), at the height of its rest above the floor plus the source foot's own rise (its heel
-lifting, scaled by leg length), fading in and out over BLEND frames. The foot keeps its world
-rotation; every other bone is untouched.
+swing height while the actor's stayed down: the stance read half as long). So while the source's foot
+is down (in the lower CONTACT_BAND of its own height range), the target's foot is placed by two-bone
+IK on its thigh and shin (`core.ik.two_bone`, the knee bending the way it bends) where the source's
+foot puts it: it moves horizontally as the source's foot moves, scaled as the root path is (a planted
+foot stays put, a heel rolling in or a toe pushing off moves as much as the source's does, and an
+in-place game clip's foot goes back under the body as its source's does), from where it stands on
+average over that contact; at the height of its rest above the floor plus the source foot's own rise
+(its heel lifting, scaled). It fades in and out over BLEND frames and keeps its world rotation; every
+other bone is untouched. Speed does not decide a contact: only the height does, and the foot then
+does what the source's does (held by speed, only the slowest frames of a CMU stance were placed, and
+the heel strike and toe-off slid with the target's proportions: the stance read 25 % shorter).
+
+**Soles above the floor.** A rigid foot (a monster's, a robot's: no toe bone) turned as the source's
+rolling foot turns pitches its toes through the floor at the push-off (the Quaternius monsters' soles
+8 % of their size under it on CMU walks, the foot at 70°): a human's toes stay flat there while the
+foot rolls over them. Given the target's skin (`foot_soles`: its rest vertices within SOLE_BAND of
+its lowest, each with the bone it follows most), a foot whose sole would go below that lowest point
+is lifted by as much by the same leg IK (`lift_soles`): it pivots about its toes, its heel up, as
+the source's does; its rotation is kept.
 
 Both rigs are canonical (+Z up, unit body size). numpy only.
 """
@@ -33,6 +46,7 @@ import numpy as np
 from ..core.ik import two_bone
 from ..core.motion import forward_kinematics
 from ..core.rest_pose_cues import body_joints
+from ..core.rig import Rig
 from ..core.rotations import matrix_to_quat, quat_about, quat_normalize, quat_to_matrix, rotation_between
 from .retargeter import RetargetPair, TargetPose, hip_height, scale_joint
 
@@ -40,10 +54,10 @@ FOOT_HEIGHT = 0.25  # of the hip height: a joint this low at rest is part of a f
 PLANTED_HEIGHT = 0.01  # body sizes above the joint's own lowest: low enough to be planted
 PLANTED_FRAMES = 8  # of those, the slowest frames the foot's flat orientation is taken from
 FLOOR_PERCENTILE = 5.0  # the clip's floor: the lowest body point in this percentile of frames
-CONTACT_BAND = 0.15  # of a foot's rise (95th − 5th percentile height): planted below this above its low
+CONTACT_BAND = 0.25  # of a foot's rise (95th − 5th percentile height): down below this above its low
 CONTACT_MIN_BAND = 0.01  # body sizes: the band is never narrower
-CONTACT_SPEED = 0.3  # body sizes per second: planted only when slower (horizontally)
 BLEND = 3  # frames over which a hold fades in before and out after a contact
+SOLE_BAND = 0.02  # body sizes above the rest skin's lowest point: a sole's vertices
 
 
 def _heading(vector: np.ndarray) -> float | None:
@@ -130,11 +144,11 @@ def _legs(pair: RetargetPair, pose: TargetPose, feet: list[int]) -> list[tuple[i
     return legs
 
 
-def _contacts(height: np.ndarray, speed: np.ndarray) -> np.ndarray:
-    """(T,) a source foot joint planted: within its band above its low, and slow."""
+def _contacts(height: np.ndarray) -> np.ndarray:
+    """(T,) a source foot joint down: within its band above its low."""
     low, high = np.percentile(height, [5.0, 95.0])
     band = max(CONTACT_BAND * (high - low), CONTACT_MIN_BAND)
-    return (height <= low + band) & (speed <= CONTACT_SPEED)
+    return height <= low + band
 
 
 def _weights(contact: np.ndarray) -> np.ndarray:
@@ -163,7 +177,7 @@ def _run_means(contact: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 def hold_feet(pair: RetargetPair, pose: TargetPose, feet: list[int]) -> list[int]:
-    """Hold the target's feet where the source's are planted (module docstring): the thighs' and shins'
+    """Place the target's feet as the source's while those are down (module docstring): the thighs' and shins'
     world rotations of `pose` changed in place (unmapped bones below follow). `feet`: the aligned foot
     joints (`feet_to_ground`). Returns the feet held."""
     src, tgt, mapped = pair.source, pair.target, pair.mapped
@@ -171,18 +185,18 @@ def hold_feet(pair: RetargetPair, pose: TargetPose, feet: list[int]) -> list[int
     if not legs or pair.motion.frame_count < 2:
         return []
     source_heads = forward_kinematics(src, pair.motion)[..., :3, 3]
-    speed = np.linalg.norm(np.gradient(source_heads[..., :2], axis=0), axis=-1) * pair.motion.fps
     held = []
     for thigh, shin, foot in legs:
         s = int(mapped[foot])
-        contact = _contacts(source_heads[:, s, 2], speed[:, s])
+        contact = _contacts(source_heads[:, s, 2])
         weight = _weights(contact)
         if not weight.any():
             continue
         positions = pose.positions(tgt)
         rise = pose.root_scale * (source_heads[:, s, 2] - np.percentile(source_heads[:, s, 2], 5.0))
+        followed = pose.root_scale * source_heads[:, s, :2]  # the source foot's path, scaled as the root's
         goal = positions[:, foot].copy()
-        goal[:, :2] = _run_means(contact, positions[:, foot])
+        goal[:, :2] = followed + _run_means(contact, positions[:, foot, :2] - followed)
         goal[:, 2] = tgt.heads[foot, 2] + rise
         goal = positions[:, foot] + weight[:, None] * (goal - positions[:, foot])
         _solve_leg(pose, positions, (thigh, shin, foot), goal)
@@ -207,3 +221,46 @@ def _solve_leg(pose: TargetPose, positions: np.ndarray, leg: tuple[int, int, int
     turn2 = quat_to_matrix(rotation_between(shin_after, solved.end - solved.mid))
     pose.world[:, thigh] = turn1 @ pose.world[:, thigh]
     pose.world[:, shin] = turn2 @ turn1 @ pose.world[:, shin]
+
+
+# ----------------------------------------------------------------------------- soles
+def foot_soles(target: Rig, vertices: np.ndarray, joints: np.ndarray,
+               feet: list[int]) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], float]:
+    """Per foot joint, its sole at rest: the skin's vertices ((V,3), canonical target) within SOLE_BAND
+    of their lowest whose bone (`joints` (V,): the one each follows most) is the foot or below it, and
+    those bones; and the skin's lowest height (the floor the soles stand on)."""
+    floor = float(vertices[:, 2].min())
+    low = vertices[:, 2] <= floor + SOLE_BAND
+    soles = {}
+    for foot in feet:
+        mine = low & target.subtree(foot)[joints]
+        if mine.any():
+            soles[int(foot)] = (vertices[mine], joints[mine])
+    return soles, floor
+
+
+def lift_soles(pair: RetargetPair, pose: TargetPose, soles: dict[int, tuple[np.ndarray, np.ndarray]],
+               floor: float) -> list[int]:
+    """Lift each foot whose sole (`foot_soles`) would go below `floor` by as much, by leg IK (a foot
+    control placed by offsets of its own, with no leg above it, by those); the feet lifted (module
+    docstring)."""
+    tgt = pair.target
+    lifted = []
+    for foot, (points, joints) in soles.items():
+        legs = _legs(pair, pose, [foot])
+        if not legs and not pose.placed[foot]:
+            continue
+        positions = pose.positions(tgt)
+        local = np.einsum("nba,nb->na", tgt.rest_rotations[joints], points - tgt.heads[joints])
+        heights = positions[:, joints, 2] + np.einsum("tnab,nb->tna", pose.world[:, joints], local)[..., 2]
+        lift = np.maximum(floor - heights.min(axis=1), 0.0)
+        if lift.max() <= 1e-6:
+            continue
+        if legs:
+            goal = positions[:, foot].copy()
+            goal[:, 2] += lift
+            _solve_leg(pose, positions, legs[0], goal)
+        else:  # a foot control placed by its own offsets (a game rig's, under its root): moved up itself
+            pose.extra[:, foot, 2] += lift
+        lifted.append(int(foot))
+    return lifted

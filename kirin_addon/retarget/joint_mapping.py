@@ -203,23 +203,30 @@ def _reach(rig: Rig) -> tuple[np.ndarray, np.ndarray]:
     return offsets, downstream
 
 
-def _body_tree(rig: Rig, hub: int, sides: np.ndarray, ancestors: np.ndarray) -> tuple[Rig, frozenset[int]]:
+def _body_tree(rig: Rig, hub: int, sides: np.ndarray, ancestors: np.ndarray,
+               helper: np.ndarray) -> tuple[Rig, frozenset[int]]:
     """The hierarchy the features and the alignment follow. A tree standing on the floor beside
     the body's (a second root tree such as an IK foot control at the paw, the legs under a floor
     bone beside the hips) hangs from the body's joint nearest to it, where that is the end of a
     chain on the same side or the hub itself: the body reaches the floor through it, and world
-    deltas do not care which bone is the parent. Also returns the joints hung."""
-    body = np.flatnonzero(ancestors[hub])
-    body = np.append(body, hub)
+    deltas do not care which bone is the parent. The body is every joint below the line down to
+    the hub outside those trees (helper bones left out), not the hub's subtree alone: a hub found
+    too deep (`_features`) must not leave the legs out. Also returns the joints hung."""
     line = ancestors[:, hub]  # the joints above the hub
     parents = rig.parents.copy()
-    for top in range(rig.joint_count):
-        p = parents[top]
-        if top in body or line[top] or (p >= 0 and not line[p]):
-            continue  # only the first joint of a tree beside the body's
+    tops = [top for top in range(rig.joint_count)
+            if top != hub and not line[top] and (parents[top] < 0 or line[parents[top]])]
+    floor_trees = {}
+    for top in tops:  # the first joint of each tree beside the body's that reaches the floor
         tree = np.append(np.flatnonzero(ancestors[top]), top)
-        if rig.heads[tree, 2].min() >= _FLOOR:
-            continue
+        if rig.heads[tree, 2].min() < _FLOOR:
+            floor_trees[top] = tree
+    outside = line | helper
+    for tree in floor_trees.values():
+        outside[tree] = True
+    outside[hub] = False
+    body = np.flatnonzero(~outside)
+    for top in floor_trees:
         anchor = int(body[np.argmin(np.linalg.norm(rig.heads[body] - rig.heads[top], axis=1))])
         if (anchor == hub or not rig.children[anchor]) and sides[anchor] in (0, sides[top]):
             parents[top] = anchor
@@ -257,9 +264,19 @@ def _features(rig: Rig) -> _Features:
                           0.0)
     names = [parse_joint_name(n) for n in rig.names]
     sides = _sides(rig, names)
+    helper = np.array([n.helper for n in names], dtype=bool)
     offsets, downstream = _reach(rig)
     hub = _find_hub(rig, _major_children(rig, offsets, downstream, names))
-    tree, hung = _body_tree(rig, hub, sides, _ancestors(rig))
+    tree, hung = _body_tree(rig, hub, sides, _ancestors(rig), helper)
+    # Legs whose feet stand apart (an IK foot control under the root) are short as paths: beside a
+    # monster's long arms they did not count, and the hub was found in the chest (the Quaternius
+    # Ninja's Torso: its hips, shins and spine were then left unmapped). With the feet hung the legs
+    # have their length; the hub is looked for again.
+    offsets, downstream = _reach(tree)
+    again = _find_hub(tree, _major_children(tree, offsets, downstream, names, hung))
+    if again != hub:
+        hub = again
+        tree, hung = _body_tree(rig, hub, sides, _ancestors(rig), helper)
     ancestors = _ancestors(tree)
     offsets, downstream = _reach(tree)
     major = _major_children(tree, offsets, downstream, names, hung)
@@ -273,8 +290,7 @@ def _features(rig: Rig) -> _Features:
     leaves = np.array([not kids for kids in tree.children])
     return _Features(positions, directions, sides, _upstream(tree, offsets, hub), downstream,
                      _chain_positions(tree, offsets, major, hub), _ranks(rig, names, sides), leaves,
-                     rig.main_root, hub, ancestors, names, rig.deform.copy(), under,
-                     np.array([n.helper for n in names], dtype=bool), tree)
+                     rig.main_root, hub, ancestors, names, rig.deform.copy(), under, helper, tree)
 
 
 def _name_key(name: JointName) -> tuple:

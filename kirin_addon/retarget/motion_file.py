@@ -17,9 +17,11 @@ the skeleton is looked at as it moves:
   is a guess from that height for a body of human size (for the report only: retargeting works in body
   sizes and never needs it).
 * **The floor.** Mocap floors are where the capture volume had them, rarely at the rest's feet. The
-  retargeted clip is put on the target's floor (`retargeter.ground_motion`): the target's lowest body
-  point in the clip's lowest frames (the soles of a walk, the knee of a kneel) at the lowest point of
-  its rest. The root path is scaled by the ratio of hip heights, both measured standing (`retarget`).
+  retargeted clip is put on the target's floor (`retargeter.ground_pose`): by as much as the clip's
+  floor (the source's lowest limb joint in its lowest frames: the soles of a walk, the knee of a kneel)
+  lies below the source's rest floor, scaled as the root path is, which is scaled by the ratio of hip
+  heights, both measured standing (`retarget`). The feet are then laid flat, held where the source's
+  are down and kept above the floor (`feet`).
 
 numpy only.
 """
@@ -36,14 +38,13 @@ from ..core.motion import Motion, forward_kinematics, motion_from_world_transfor
 from ..core.rest_pose_cues import body_joints
 from ..core.rig import Rig, posed_rig
 from ..core.rotations import quat_identity
-from .feet import feet_to_ground, hold_feet
+from .feet import feet_to_ground, foot_soles, hold_feet, lift_soles
 from .retargeter import (
     RetargetResult,
     finish,
     ground_pose,
     rest_alignment,
     retarget_pair,
-    scale_joint,
     target_pose,
 )
 
@@ -153,13 +154,17 @@ class FileRetarget:
     floor_shift: float
     feet: list[str] = field(default_factory=list)  # target joints aligned where the source's feet are planted
     held: list[str] = field(default_factory=list)  # of them, the feet held by leg IK while planted
+    lifted: list[str] = field(default_factory=list)  # of them, the feet lifted so their soles clear the floor
 
 
 def retarget_file_motion(conventions: FileConventions, target: Rig, target_frame: CanonicalFrame,
                          mapping: dict[str, str | None] | None = None,
-                         align_rest: bool = True) -> FileRetarget:
+                         align_rest: bool = True, skin: tuple[np.ndarray, np.ndarray] | None = None,
+                         ) -> FileRetarget:
     """The file's clip (read by `read_conventions`) on `target`: retargeted from the standing source, put
-    on the target's floor, the feet aligned where the source's are planted and held there (`feet`)."""
+    on the target's floor, the feet aligned where the source's are planted and held there, their soles
+    kept above the floor (`feet`). `skin`: the target's skin at rest, (V,3) vertices in the target's
+    armature space and (V,) the joint each follows most; None: the bones alone (no sole is known)."""
     source, motion, frame = conventions.rig, conventions.motion, conventions.frame
     pair = retarget_pair(source, motion, target, mapping, frame, target_frame)
     feet: list[int] = []
@@ -168,9 +173,13 @@ def retarget_file_motion(conventions: FileConventions, target: Rig, target_frame
     else:
         align = quat_identity((pair.target.joint_count,))
     pose = target_pose(pair, align)
-    shift = ground_pose(pair.target, pose, scale_joint(pair.source, pair.target, pair.mapped))
+    shift = ground_pose(pair, pose)
     held = hold_feet(pair, pose, feet) if feet else []
+    lifted = []
+    if skin is not None and feet:
+        soles, floor = foot_soles(pair.target, pair.target_frame.to_canonical_points(skin[0]), skin[1], feet)
+        lifted = lift_soles(pair, pose, soles, floor)
     result = finish(pair, pose)
     names = target.names
     return FileRetarget(result, conventions, shift / target_frame.scale, [names[j] for j in feet],
-                        [names[j] for j in held])
+                        [names[j] for j in held], [names[j] for j in lifted])

@@ -6,7 +6,7 @@ after a rest alignment that turns the target bone onto the source bone's rest di
 T-pose clip on an A-pose rig lifts the arms, and a bent rest knee follows a straight one).
 Unmapped joints keep their rest pose relative to their parent. The root trajectory is scaled by
 the ratio of hip heights. The inverse-bind correction then gives the target's own basis rotations.
-`ground_motion` puts a clip whose floor is not the target's (a mocap take) on the target's floor.
+`ground_pose` puts a clip whose floor is not the source's rest floor (a mocap take) on the target's floor.
 """
 
 from __future__ import annotations
@@ -367,16 +367,19 @@ def limb_joints(rig: Rig, hips: int | None) -> np.ndarray:
     return joints if len(joints) else body_joints(rig)
 
 
-def ground_pose(target: Rig, pose: TargetPose, hips: int | None = None) -> float:
-    """Move the pose along +Z so that its lowest limb joint over the clip (the FLOOR_PERCENTILE of frames:
-    the soles of a walk, a kneeling knee) is as low as at rest; the shift (canonical units). Joints, not
-    the mesh: at rest and in the clip alike a sole lies its own thickness below its joints. `hips`: the
-    joint that carries the legs (`scale_joint`); it and the bones above it are left out (`limb_joints`).
-    A clip on the target's floor already moves by (almost) nothing."""
-    up = np.array([0.0, 0.0, 1.0])
-    joints = limb_joints(target, hips)
-    rest_floor = float(_lowest(target.rest, joints, up))
-    lowest = pose.positions(target)[:, joints, 2].min(axis=1)
-    shift = rest_floor - float(np.percentile(lowest, FLOOR_PERCENTILE))
+def ground_pose(pair: RetargetPair, pose: TargetPose) -> float:
+    """Move the pose along +Z by as much as the clip's floor lies below the source's rest floor, scaled as
+    the root path is: the hips then stand as high above the target's floor as the source's stand above
+    the clip's, in leg lengths. The floor is measured on the source (its lowest limb joint over the clip,
+    the FLOOR_PERCENTILE of frames, against its rest): the target's own lowest joint over the clip says
+    as much about how its feet differ from the source's (a human's long toes turned down as a monster's
+    stubby foot swings, 80°) as about the floor, and grounding on it lifted the whole clip until the
+    stance feet could not reach the floor. The shift (canonical units)."""
+    src, up = pair.source, np.array([0.0, 0.0, 1.0])
+    hips = scale_joint(src, pair.target, pair.mapped)
+    joints = limb_joints(src, None if hips is None else int(pair.mapped[hips]))
+    rest_floor = float(_lowest(src.rest, joints, up))
+    lowest = forward_kinematics(src, pair.motion)[:, joints, 2, 3].min(axis=1)
+    shift = pose.root_scale * (rest_floor - float(np.percentile(lowest, FLOOR_PERCENTILE)))
     pose.root = pose.root + shift * up
     return shift

@@ -727,3 +727,31 @@ def test_cmu_bvh_onto_humanoid():
         expected = {t: s for t, s in zip(_MAJOR[style], cmu, strict=True) if s is not None}
         _assert_maps(mapping, expected)
         assert mapping[_MAJOR[style][1]] in ("Neck", "Neck1")
+
+
+def _feet_under_the_root(rig: Rig) -> Rig:
+    """`rig` with its feet (and what hangs from them) as foot controls under its root, as game rigs have
+    them: its legs end at the shins."""
+    from kirin.kirin_addon.core.rig import rig_from_bones
+
+    parents = rig.parents.copy()
+    for name in rig.names:
+        if "Foot" in name:
+            parents[rig.index(name)] = rig.main_root
+    return rig_from_bones(list(rig.names), parents, rig.heads, rig.tails)
+
+
+@pytest.mark.parametrize("monster_is_source", [True, False])
+def test_long_arms_and_foot_controls_keep_the_hips_hub(monster_is_source):
+    # A Quaternius monster: arms hanging far out and down (longer than its legs), feet as controls under
+    # the root. Its legs, ending at the shins, are short paths beside the arms: the hub was found in the
+    # chest, and its hips, thighs and shins went unmapped. With the feet hung from the shins the legs
+    # count, and the hips are the hub on both rigs.
+    monster = _feet_under_the_root(humanoid("quaternius", pose="A", arm=2.6, leg=0.8))
+    human = humanoid("mixamo", pose="A")
+    source, target = (monster, human) if monster_is_source else (human, monster)
+    mapping = auto_map_joints(source, target)
+    pairs = {"mixamorig:Hips": "Hips", "mixamorig:LeftUpLeg": "UpperLeg.L", "mixamorig:LeftLeg": "LowerLeg.L",
+             "mixamorig:LeftFoot": "Foot.L", "mixamorig:RightUpLeg": "UpperLeg.R",
+             "mixamorig:RightLeg": "LowerLeg.R", "mixamorig:RightFoot": "Foot.R"}
+    _assert_maps(mapping, pairs if monster_is_source else {s: t for t, s in pairs.items()})

@@ -243,11 +243,13 @@ def test_a_foot_control_under_the_root_goes_where_the_shin_takes_it(tmp_path):
     assert set(out.held) == {"DEF-foot.L", "DEF-foot.R"}
 
 
-def test_planted_feet_are_held_in_place(tmp_path):
-    """Where the source's foot is planted (low and slow), the target's stays (almost) put, however its
-    legs' proportions differ from the source's: held, it slides less than half as much as the plain
-    retargeted foot, and under 0.05 body sizes a second (what is left: a straight standing leg whose
-    foot is just out of reach, placed as near as the leg reaches)."""
+def test_feet_down_follow_the_source_foot(tmp_path):
+    """While the source's foot is down, the target's foot moves as the source's does, scaled as the root
+    path is, however its legs' proportions differ from the source's: where the source's foot is planted
+    the target's stays (almost) put — it slides less than half as much as the plain retargeted foot,
+    under 0.05 body sizes a second (what is left: a straight standing leg whose foot is just out of
+    reach) — and over the frames the foot is down its velocity is the source's, scaled, with under
+    0.6 of the plain foot's median error (the rest: the same straight leg out of reach)."""
     from kirin.kirin_addon.retarget import feet, retargeter
 
     path = tmp_path / "walk.bvh"
@@ -260,7 +262,7 @@ def test_planted_feet_are_held_in_place(tmp_path):
     rest = retargeter.rest_alignment(pair.source, pair.target, pair.mapped)
     align, aligned = feet.feet_to_ground(pair, rest)
     pose = retargeter.target_pose(pair, align)
-    retargeter.ground_pose(pair.target, pose, retargeter.scale_joint(pair.source, pair.target, pair.mapped))
+    retargeter.ground_pose(pair, pose)
     foot = target.index("DEF-foot.L")
     before = pose.positions(pair.target)[:, foot, :2]
     held = feet.hold_feet(pair, pose, aligned)
@@ -268,9 +270,58 @@ def test_planted_feet_are_held_in_place(tmp_path):
     after = pose.positions(pair.target)[:, foot, :2]
     source = forward_kinematics(pair.source, pair.motion)[:, pair.source.index("LeftFoot"), :3, 3]
     speed = np.linalg.norm(np.gradient(source[:, :2], axis=0), axis=1) * FPS
-    planted = feet._contacts(source[:, 2], speed)
-    assert 0.2 < planted.mean() < 0.8
+    down = feet._contacts(source[:, 2])
+    planted = down & (speed < 0.05)
+    assert 0.2 < planted.mean() < 0.8 and 0.3 < down.mean() < 0.9
     still = planted[1:] & planted[:-1]
     slide_before = np.linalg.norm(np.diff(before, axis=0), axis=1)[still].mean() * FPS
     slide_after = np.linalg.norm(np.diff(after, axis=0), axis=1)[still].mean() * FPS
     assert slide_after < 0.6 * slide_before and slide_after < 0.05
+    inside = down[1:] & down[:-1]  # both frames down: the blend is whole
+    wanted = pose.root_scale * np.diff(source[:, :2], axis=0)
+    error_before = np.median(np.linalg.norm(np.diff(before, axis=0) - wanted, axis=1)[inside]) * FPS
+    error_after = np.median(np.linalg.norm(np.diff(after, axis=0) - wanted, axis=1)[inside]) * FPS
+    assert error_after < 0.6 * error_before, (error_after, error_before)
+
+
+def _sole_heights(target, motion, soles: dict) -> np.ndarray:
+    """(T,) the lowest of the sole points (rest, each carried rigidly by its bone) per frame."""
+    pose = forward_kinematics(target, motion)
+    lowest = []
+    for joint, points in soles.items():
+        local = (points - target.heads[joint]) @ target.rest_rotations[joint]  # rest → the bone's axes
+        carried = pose[:, joint, None, :3, 3] + local @ np.swapaxes(pose[:, joint, :3, :3], 1, 2)
+        lowest.append(carried[..., 2].min(axis=1))
+    return np.min(lowest, axis=0)
+
+
+def test_rigid_soles_stay_above_the_floor(tmp_path):
+    """A rigid foot (no toe bone: a monster's, a robot's) turned as the source's foot turns pitches its toes
+    through the floor; given its skin, the foot is lifted by its leg until its sole clears the floor (it
+    pivots about its toes), its rotation unchanged. Without the skin the same sole sinks over 1 % of the
+    body's height."""
+    path = tmp_path / "walk.bvh"
+    write_bvh(path, Y_UP_FACING_Z, 1.0)
+    target = _game_rig()
+    height = float(np.ptp(target.heads[:, 2]))
+    floor = float(target.heads[:, 2].min()) - 0.01  # soles lie under the joints
+    soles, vertices, joints = {}, [], []
+    for side in ("L", "R"):
+        foot = target.index(f"DEF-foot.{side}")
+        heel, toe = target.heads[foot], target.tails[foot]
+        points = np.array([heel + s * (toe - heel) * [1, 1, 0] for s in np.linspace(-0.3, 1.6, 12)])
+        points[:, 2] = floor
+        soles[foot] = points
+        vertices.append(points)
+        joints.append(np.full(len(points), foot))
+    skin = (np.concatenate(vertices), np.concatenate(joints))
+    frame = detect_canonical_frame(target)
+    bare = retarget_file_motion(_read(path), target, frame)
+    skinned = retarget_file_motion(_read(path), target, frame, skin=skin)
+    sunk = floor - _sole_heights(target, bare.result.motion, soles).min()
+    assert sunk > 0.01 * height, sunk
+    assert _sole_heights(target, skinned.result.motion, soles).min() > floor - 0.002 * height
+    assert set(skinned.lifted) == {"DEF-foot.L", "DEF-foot.R"}
+    turned = [forward_kinematics(target, out.result.motion)[:, list(soles), :3, :3]
+              for out in (bare, skinned)]
+    assert np.allclose(turned[0], turned[1], atol=1e-6)  # the foot turns as it did: lifted, not flattened
