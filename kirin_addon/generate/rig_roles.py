@@ -201,7 +201,9 @@ def _separate_legs_hung(rig: Rig, body_top: int, control: np.ndarray) -> tuple[R
             hung.append(root)
     if not hung:
         return rig, ()
-    return Rig(list(rig.names), parents, rig.rest, rig.tails, rig.deform), tuple(hung)
+    connected = rig.connected.copy()
+    connected[hung] = False  # hung beside its new parent, not on its tail
+    return Rig(list(rig.names), parents, rig.rest, rig.tails, rig.deform, connected), tuple(hung)
 
 
 def _stands_down(rig: Rig, top: int, body: np.ndarray) -> bool:
