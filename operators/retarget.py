@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import bpy
-import numpy as np
 from bpy.props import BoolProperty, StringProperty
 
 from ..kirin_addon.core.rig import Rig
@@ -57,17 +56,6 @@ def keep_joint_map(change, arm: bpy.types.Object) -> None:
         settings.joint_map_source = source
 
     change.on_undo(restore)
-
-
-def rest_skin(context, arm: bpy.types.Object, rig: Rig) -> tuple[np.ndarray, np.ndarray] | None:
-    """The armature's skin at rest in its space, and the bone each vertex follows most (its soles are kept
-    above the floor); None when it has none."""
-    skin = read_armature_skin(context, arm, rig)
-    if skin is None:
-        return None
-    weighted = skin.joint_weights.sum(axis=1) > 0
-    heaviest = skin.joint_indices[np.arange(skin.vertex_count), np.argmax(skin.joint_weights, axis=1)]
-    return (skin.vertices[weighted], heaviest[weighted]) if weighted.any() else None
 
 
 def file_conventions(path: str, source_rig: Rig, motion) -> FileConventions:
@@ -148,7 +136,8 @@ class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
             conventions = file_conventions(path, source_rig, motion)
             mapping = stored_mapping(arm, self.filepath or scene.kirin.motion_file, source_rig, rig)
             retargeted = retarget_file_motion(conventions, rig, target_frame(arm, rig), mapping=mapping,
-                                              align_rest=self.align_rest, skin=rest_skin(context, arm, rig))
+                                              align_rest=self.align_rest,
+                                              skin=read_armature_skin(context, arm, rig))
             result = retargeted.result
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))

@@ -215,7 +215,7 @@ def _soles_lead_back(rig: Rig, mesh: SkinnedMesh, frame: CanonicalFrame) -> bool
         return False
     points = frame.to_canonical_points(mesh.vertices)
     sole = np.flatnonzero(points[:, 2] <= points[:, 2].min() + SOLE)
-    owner = mesh.joint_indices[sole, np.argmax(mesh.joint_weights[sole], axis=1)]
+    owner = mesh.dominant_joints()[sole]
     heads = frame.to_canonical_points(rig.heads)
     lead = -float(np.mean(points[sole, 1] - heads[owner, 1]))  # canonical forward is −Y
     return lead < -SOLES_LEAD

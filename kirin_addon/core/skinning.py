@@ -37,6 +37,15 @@ class SkinnedMesh:
     def vertex_count(self) -> int:
         return self.vertices.shape[0]
 
+    def dominant_joints(self) -> np.ndarray:
+        """(V,) the joint each vertex follows most."""
+        return self.joint_indices[np.arange(self.vertex_count), np.argmax(self.joint_weights, axis=1)]
+
+    @property
+    def weighted(self) -> np.ndarray:
+        """(V,) bool: the vertices some joint moves."""
+        return self.joint_weights.sum(axis=1) > 0
+
 
 def save_mesh(path: str | os.PathLike, mesh: SkinnedMesh) -> None:
     """Write a skinned mesh as a compressed .npz of plain arrays (loads without pickle)."""

@@ -79,7 +79,7 @@ def arm_kinds(rig: Rig, roles: RigRoles, mesh: SkinnedMesh | None) -> list[str]:
                          for limb in roles.legs]))
     dominant = None
     if mesh is not None and mesh.vertex_count:
-        dominant = mesh.joint_indices[np.arange(mesh.vertex_count), np.argmax(mesh.joint_weights, axis=1)]
+        dominant = mesh.dominant_joints()
     vertices = None if dominant is None else mesh.vertices
     wings = [wing_like(rig, arm, leg, vertices, dominant) for arm in roles.arms]
     # A pair of wings, or none: one flat arm is an arm holding a shield or a blade (the monsters').

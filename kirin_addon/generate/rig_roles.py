@@ -442,8 +442,10 @@ def _body_of_girdle(rig: Rig, pelvis: int, body: np.ndarray, legs: list[LegRole]
 def detect_roles(rig: Rig) -> RigRoles:
     """The roles of a rig in the canonical frame; RoleError when it has no legs to walk on."""
     control = control_joints(rig)
-    rig, hung = _separate_legs_hung(rig, _body_top(rig, control), control)
     body_top = _body_top(rig, control)
+    rig, hung = _separate_legs_hung(rig, body_top, control)
+    if hung:  # the legs now hang from the body: its top may lie above where it did
+        body_top = _body_top(rig, control)
     body = rig.subtree(body_top) & ~control
     followers, tips = _followers(rig, body_top, body, _floor(rig, ~control))
     work = _with_tips(rig, tips)

@@ -38,6 +38,7 @@ from ..core.motion import Motion, forward_kinematics, motion_from_world_transfor
 from ..core.rest_pose_cues import body_joints
 from ..core.rig import Rig, posed_rig
 from ..core.rotations import quat_identity
+from ..core.skinning import SkinnedMesh
 from .feet import feet_to_ground, foot_soles, hold_feet, lift_soles
 from .retargeter import (
     RetargetResult,
@@ -159,12 +160,11 @@ class FileRetarget:
 
 def retarget_file_motion(conventions: FileConventions, target: Rig, target_frame: CanonicalFrame,
                          mapping: dict[str, str | None] | None = None,
-                         align_rest: bool = True, skin: tuple[np.ndarray, np.ndarray] | None = None,
-                         ) -> FileRetarget:
+                         align_rest: bool = True, skin: SkinnedMesh | None = None) -> FileRetarget:
     """The file's clip (read by `read_conventions`) on `target`: retargeted from the standing source, put
     on the target's floor, the feet aligned where the source's are planted and held there, their soles
-    kept above the floor (`feet`). `skin`: the target's skin at rest, (V,3) vertices in the target's
-    armature space and (V,) the joint each follows most; None: the bones alone (no sole is known)."""
+    kept above the floor (`feet`). `skin`: the target's skin at rest in its armature space; None: the
+    bones alone (no sole is known)."""
     source, motion, frame = conventions.rig, conventions.motion, conventions.frame
     pair = retarget_pair(source, motion, target, mapping, frame, target_frame)
     feet: list[int] = []
@@ -176,8 +176,10 @@ def retarget_file_motion(conventions: FileConventions, target: Rig, target_frame
     shift = ground_pose(pair, pose)
     held = hold_feet(pair, pose, feet) if feet else []
     lifted = []
-    if skin is not None and feet:
-        soles, floor = foot_soles(pair.target, pair.target_frame.to_canonical_points(skin[0]), skin[1], feet)
+    if skin is not None and feet and skin.weighted.any():
+        weighted = skin.weighted
+        soles, floor = foot_soles(pair.target, pair.target_frame.to_canonical_points(skin.vertices[weighted]),
+                                  skin.dominant_joints()[weighted], feet)
         lifted = lift_soles(pair, pose, soles, floor)
     result = finish(pair, pose)
     names = target.names

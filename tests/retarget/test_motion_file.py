@@ -11,6 +11,7 @@ import pytest
 from kirin.kirin_addon.core.canonical import detect_canonical_frame
 from kirin.kirin_addon.core.motion import forward_kinematics, joint_positions
 from kirin.kirin_addon.core.rotations import euler_to_matrix, matrix_to_euler
+from kirin.kirin_addon.core.skinning import SkinnedMesh
 from kirin.kirin_addon.io.files import declared_unit, file_world_matrix, load_motion_file
 from kirin.kirin_addon.library.procedural import BipedSpec, build_biped
 from kirin.kirin_addon.retarget.motion_file import guess_unit, read_conventions, retarget_file_motion
@@ -314,7 +315,8 @@ def test_rigid_soles_stay_above_the_floor(tmp_path):
         soles[foot] = points
         vertices.append(points)
         joints.append(np.full(len(points), foot))
-    skin = (np.concatenate(vertices), np.concatenate(joints))
+    owners = np.concatenate(joints)
+    skin = SkinnedMesh(np.concatenate(vertices), np.zeros((0, 3)), owners[:, None], np.ones((len(owners), 1)))
     frame = detect_canonical_frame(target)
     bare = retarget_file_motion(_read(path), target, frame)
     skinned = retarget_file_motion(_read(path), target, frame, skin=skin)

@@ -147,7 +147,7 @@ ELBOW_MAX = 1.0
 def _following(mesh, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(indices of the vertices of a skinned mesh that mostly follow `joints` (a mask), every vertex's
     main joint)."""
-    dominant = mesh.joint_indices[np.arange(mesh.vertex_count), np.argmax(mesh.joint_weights, axis=1)]
+    dominant = mesh.dominant_joints()
     inside = joints[np.clip(dominant, 0, len(joints) - 1)] & (dominant < len(joints))
     return np.flatnonzero(inside), dominant
 
