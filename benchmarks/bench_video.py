@@ -21,8 +21,8 @@ For each rig of ../shared/assets with authored clips — the Khronos Fox (Walk, 
    skipped with a note where it is not installed) and "sil+mediapipe" with silhouettes;
 3. three methods: "idm" the rig's inverse-dynamics model alone (models/video/idm.py, trained for the rig
    on its own renders and cached under ~/.cache/kirin/idm or --cache; needs silhouettes), "opt"
-   the sequence optimisation from the rest pose (kirin_addon/video/pipeline.VideoPipeline.fit given
-   models/video/fitter.TorchVideoFitter: `fit_motion` below), "idm+opt" the optimisation initialised
+   the sequence optimisation from the rig's standing pose (kirin_addon/video/pipeline.VideoPipeline.fit
+   given models/video/fitter.TorchVideoFitter: `fit_motion` below), "idm+opt" the optimisation initialised
    with the IDM's prediction. The camera is given to every method (known-camera setting; with
    --estimate-camera fit_motion estimates it and the IDM assumes the camera the fit estimates,
    `idm.default_camera`);

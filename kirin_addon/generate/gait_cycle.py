@@ -1,5 +1,6 @@
 """A gait on the user's rig at the stride frequency a video shows, cut at evenly spaced phases of its
-cycle: the starts Motion From Video fits from, and the motion its prior pulls towards.
+cycle: the starts Motion From Video fits from, and the motion its prior pulls towards; and the rig's
+standing pose, where the video shows no stride to cut a gait at.
 
 A silhouette says little about which leg is where; a gait does. The gait controllers drive the rig's
 own legs (construct.py) at the video's stride frequency; the fit tries each phase (and heading) and
@@ -93,3 +94,19 @@ def gait_starts(canon: CanonicalRig, rig, asked: GaitAsked,
     phases = max(asked.phases, 1)
     offsets = [lead + int(round(k * period / phases)) for k in range(phases)]
     return GaitStarts(gait, float(frequency), how, [made.motion.sliced(o, o + frames) for o in offsets])
+
+
+def standing_pose(canon: CanonicalRig, rig, fps: float, mesh: SkinnedMesh | None = None) -> Motion | None:
+    """One frame of the rig standing as the controllers stand it (T- and A-pose arms hanging, spread
+    wings folded: the first frame of its idle), on the rig given; None where they cannot drive it. A
+    limb held out at rest points at a side camera, where the image says least about which way it should
+    swing: a fit from rest can bring a hanging arm forward instead of down."""
+    try:
+        roles = detect_roles(canon.rig)
+        if roles.family not in CONSTRUCTED_FAMILIES:
+            return None
+        made = construct_motion(canon, rig, MotionPlan(roles.family, (Segment("idle", 1.0),)), 2, fps, 0,
+                                mesh, roles)
+    except ValueError:  # RoleError, ControllerError: no legs, a family without an idle
+        return None
+    return made.motion.sliced(0, 1)

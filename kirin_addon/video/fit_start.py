@@ -19,10 +19,15 @@ from .fit_evidence import FitEvidence
 from .ground import contact_row
 
 
-def start_deltas(rig: Rig, frame: CanonicalFrame, starts: list[Motion], frames: int) -> np.ndarray:
-    """(P,T,J,3,3) canonical world deltas of each start (the rest pose when there is none)."""
+def start_deltas(rig: Rig, frame: CanonicalFrame, starts: list[Motion], frames: int,
+                 standing: Motion | None = None) -> np.ndarray:
+    """(P,T,J,3,3) canonical world deltas of each start; where there is none, of the rig's `standing`
+    pose (one frame) held, else of the rest pose."""
     if not starts:
-        return np.broadcast_to(np.eye(3), (1, frames, rig.joint_count, 3, 3)).copy()
+        if standing is None:
+            return np.broadcast_to(np.eye(3), (1, frames, rig.joint_count, 3, 3)).copy()
+        held = frame.to_canonical_rotations(quat_to_matrix(world_deltas(rig, standing)))[:1]
+        return np.broadcast_to(held[None], (1, frames, rig.joint_count, 3, 3)).copy()
     return np.stack([frame.to_canonical_rotations(quat_to_matrix(world_deltas(rig, start)))
                      for start in starts])
 

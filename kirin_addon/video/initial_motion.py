@@ -1,7 +1,8 @@
 """Where an Extract Motion From Video job's fit starts (kirin_addon/video/pipeline.py): the prediction of
 the rig's inverse-dynamics model (a network, given as its loader), else the rig's gait at the stride
-frequency the silhouettes show, at the phases of its cycle (generate/gait_cycle.py), else the rest
-pose; and the fit's settings the request asks for."""
+frequency the silhouettes show, at the phases of its cycle (generate/gait_cycle.py), else the rig's
+standing pose (the same controllers'), else the rest pose; and the fit's settings the request asks
+for."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..core.canonical import canonical_rig
+from ..core.canonical import CanonicalRig, canonical_rig
 from ..core.json_values import plain
 from ..core.motion import Motion
 from ..core.rig import Rig
@@ -36,7 +37,7 @@ class StartModel(Protocol):
 
 
 # load(rig, mesh, progress=progress(fraction, message)) → the rig's model, trained on first use; a
-# ValueError where it cannot be (the fit then starts from rest).
+# ValueError where it cannot be (the fit then starts from the standing pose).
 IDMLoader = Callable[..., StartModel]
 
 
@@ -44,7 +45,7 @@ def idm_start(load: IDMLoader | None, rig: Rig, mesh: SkinnedMesh | None, eviden
               report: Report, notes: dict[str, Any]) -> Motion | None:
     """An initial motion (the fit's start) from the rig's inverse-dynamics model, trained on renders of
     the rig on first use and cached per rig; None with a note when there is none to use. The model
-    reads silhouettes; its failure (bad masks...) leaves the fit to start from rest."""
+    reads silhouettes; its failure (bad masks...) leaves the fit to start from the standing pose."""
     if load is None:
         notes["idm"] = "not available: this backend has no inverse-dynamics model (models/video/idm.py)"
         return None
@@ -65,7 +66,7 @@ def idm_start(load: IDMLoader | None, rig: Rig, mesh: SkinnedMesh | None, eviden
         model = load(reduction.rig, small_mesh, progress=progress)
         motion = model.predict(evidence.silhouettes, image_size=evidence.image_size, fps=evidence.fps)
         motion = reduction.expand_motion(motion)
-    except ValueError as exc:  # IDMError: the fit starts from rest instead
+    except ValueError as exc:  # IDMError: the fit starts from the standing pose instead
         notes["idm"] = f"not used: {exc}"
         return None
     notes["idm"] = {"used": True, "seconds": time.perf_counter() - started,
@@ -99,6 +100,14 @@ def gait_starts_for(rig: Rig, mesh: SkinnedMesh | None, gait: str, evidence: Evi
         return None
     notes["gait"] = {"used": True, **starts.report()}
     return starts
+
+
+def standing_start(canon: CanonicalRig, rig: Rig, mesh: SkinnedMesh | None, fps: float) -> Motion | None:
+    """The rig's standing pose (one frame), the fit's start where no motion is given; None where the
+    controllers cannot stand the rig (the fit starts from rest)."""
+    from ..generate.gait_cycle import standing_pose
+
+    return standing_pose(canon, rig, fps, mesh)
 
 
 def fit_config(request: ExtractRequest, gait: bool) -> VideoFitConfig:

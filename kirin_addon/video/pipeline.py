@@ -3,10 +3,11 @@
 `VideoPipeline(fitter, idm)` runs an Extract Motion From Video job: the clip's 2D evidence
 (gather.py: a keypoints file, MediaPipe Pose, Movie Clip tracks, silhouettes), the motion the fit
 starts from (initial_motion.py: the rig's inverse-dynamics model, else the rig's gait at the stride
-the silhouettes show, else the rest pose), then the fit (`VideoPipeline.fit`): plan → the fitter's
-optimisation → map back. The fitter is the torch sequence optimisation (models/video/fitter.py, its
-unknowns, loss and schedule described there), given as an object with the small protocol of
-fit_protocol.py; the inverse-dynamics model (models/video/idm.py) is given as its loader.
+the silhouettes show, else the rig's standing pose, else the rest pose), then the fit
+(`VideoPipeline.fit`): plan → the fitter's optimisation → map back. The fitter is the torch sequence
+optimisation (models/video/fitter.py, its unknowns, loss and schedule described there), given as an
+object with the small protocol of fit_protocol.py; the inverse-dynamics model (models/video/idm.py)
+is given as its loader.
 
 The fit's plan, in the canonical frame of the rig (core/canonical.py: +Z up, −Y forward, body size 1):
 
@@ -14,7 +15,9 @@ The fit's plan, in the canonical frame of the rig (core/canonical.py: +Z up, −
   pole targets outside the body carried by the joints they follow, the legs' planted joints standing
   on the ground (generate/rig_roles.py), a capsule per deforming bone;
 * the starts: the given motions (an inverse-dynamics prediction, a gait at the phases of its cycle)
-  as world deltas, or the rest pose;
+  as world deltas; without one, the rig's standing pose (T- and A-pose arms hanging: an arm held out
+  at rest points at a side camera, and a fit from there can swing it forward instead of down), else
+  the rest pose;
 * the camera, when none is given (fit_start.estimate_camera): focal `config.focal` or max(W, H) pixels,
   principal point at the image centre, level (no roll). Where the evidence has a horizon
   (kirin_addon/video/ground.py) and silhouettes, the tilt puts the horizon on its row and the height
@@ -67,7 +70,7 @@ from .fit_protocol import FitStart, VideoFitter
 from .fit_rigid import heading_paths, heading_yaws, rigid_stage
 from .fit_start import estimate_camera, start_deltas
 from .gather import EvidenceSources, Report, VideoClip, gather_evidence
-from .initial_motion import IDMLoader, fit_config, gait_starts_for, idm_start
+from .initial_motion import IDMLoader, fit_config, gait_starts_for, idm_start, standing_start
 from .request import GAIT_NONE, ExtractRequest
 
 
@@ -131,7 +134,8 @@ class VideoPipeline:
         confidence (T,J), silhouettes (T,h,w) or None), one keypoint column per rig joint (its head).
         `init`: a starting motion on the rig (same frame count; e.g. the inverse-dynamics model's
         prediction), or several (a gait at the phases of its cycle: the rigid stage keeps the one, and
-        the heading, that explain the evidence best); rest pose otherwise. `camera`: the video's camera
+        the heading, that explain the evidence best); the rig's standing pose otherwise (its rest where the
+        controllers cannot stand it). `camera`: the video's camera
         in armature space; estimated when None. `progress(fraction)` is called as the fit goes; an
         exception it raises stops the fit and propagates."""
         started = time.perf_counter()
@@ -155,7 +159,8 @@ class VideoPipeline:
         report_progress(progress, 0.0)
 
         # Initial poses (canonical world deltas, (P,T,J,3,3): one per start) and camera.
-        deltas0 = start_deltas(rig, frame, starts, frames)
+        standing = None if starts else standing_start(canon, rig, mesh, ev.fps)
+        deltas0 = start_deltas(rig, frame, starts, frames, standing)
         estimated = camera is None
         camera_c, grounded = estimate_camera(ev, body, model.floor, config) if estimated else \
             (camera.transformed(frame.matrix()), False)
@@ -191,6 +196,7 @@ class VideoPipeline:
             "scale_fitted": fit_scale,
             "heading_deg": float(np.degrees(yaw)),
             "starts": len(deltas0),
+            "start_pose": "given" if starts else "standing" if standing is not None else "rest",
             "start_chosen": chosen,
             "steps": config.epochs * config.steps_per_epoch,
             "rigid_steps": config.rigid_steps,

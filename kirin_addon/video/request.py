@@ -39,7 +39,8 @@ class ExtractRequest:
     `mediapipe` adds MediaPipe Pose's landmarks as keypoints (humanoid rigs). `gait`: the gait the fit
     starts from and is held near where the evidence is silent, at the stride frequency the silhouettes
     show — "auto" (the rig's gait whose calibrated tempo is nearest it), words naming one ("gallop", "a
-    bison galloping"), or "none" (no gait: the rest pose or the inverse-dynamics model starts the fit).
+    bison galloping"), or "none" (no gait: the inverse-dynamics model or the rig's standing pose starts
+    the fit).
     `facing`: where the creature's head points in the video at its first frame — "left", "right",
     "toward" or "away" (the camera) — or "auto": a silhouette cannot tell front from back, and an
     artist's rig fits a real animal's silhouette mirrored as well as not."""

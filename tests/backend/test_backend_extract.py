@@ -144,7 +144,7 @@ def test_the_inverse_dynamics_start_is_used_or_said_to_be_unavailable(client, fi
     request = ExtractRequest(files["video"], keypoints=files["keypoints"], silhouettes="none", idm=True)
     result = client.extract_motion(rig, request).wait(timeout=120)
     assert result.report["idm"].startswith("not available without silhouettes") and fake_fit["init"] is None
-    # A backend without the model says so; the fit starts from rest.
+    # A backend without the model says so; the fit starts from the standing pose.
     monkeypatch.setattr(ExtractService, "_idm_api", staticmethod(lambda: None))
     result = client.extract_motion(rig, ExtractRequest(files["video"], idm=True)).wait(timeout=120)
     assert result.report["idm"].startswith("not available") and fake_fit["init"] is None
@@ -157,7 +157,7 @@ def test_the_gait_starts_the_fit_at_the_video_s_stride_or_says_why_not(client, f
 
     creature = build_creature("quadruped", 3)
     rig = creature.rig
-    # Twelve frames show no stride: the fit starts from rest, and the report says why.
+    # Twelve frames show no stride: the fit starts from the standing pose, and the report says why.
     result = client.extract_motion(rig, ExtractRequest(files["video"]), creature.mesh).wait(timeout=120)
     assert result.report["gait"] == {"used": False, "why": "the silhouettes show no stride"}
     assert fake_fit["init"] is None and fake_fit["config"].prior == VideoFitConfig().prior

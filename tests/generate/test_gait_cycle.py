@@ -55,3 +55,22 @@ def test_a_rig_the_controllers_cannot_drive_gets_no_gait() -> None:
     rest[1, 2, 3], rest[2, 2, 3] = 1.0, 2.0
     rig = Rig(names, np.array([-1, 0, 1]), rest, rest[:, :3, 3] + [0.0, 0.0, 1.0])
     assert gait_starts(_canon(rig), rig, GaitAsked(30, FPS, 1.0)) is None
+
+
+def test_the_standing_pose_hangs_a_t_posed_humanoids_arms_and_is_none_for_a_serpent() -> None:
+    """Motion From Video starts from it where no gait can be cut (rest is the T-pose: an arm held out
+    at a side camera can swing forward instead of down)."""
+    from kirin.kirin_addon.generate.gait_cycle import standing_pose
+    from kirin.kirin_addon.library.families.build import build_creature
+
+    creature = build_creature("biped", 1, naming="mixamo")
+    rig = creature.rig
+    pose = standing_pose(canonical_rig(rig), rig, FPS, creature.mesh)
+    assert pose is not None and pose.frame_count == 1
+    shoulder, hand = rig.names.index("mixamorig1:LeftArm"), rig.names.index("mixamorig1:LeftHand")
+    arm = np.linalg.norm(rig.heads[hand] - rig.heads[shoulder])
+    assert abs(rig.heads[hand, 2] - rig.heads[shoulder, 2]) < 0.1 * arm  # held out at rest
+    heads = joint_positions(rig, pose)[0]
+    assert heads[shoulder, 2] - heads[hand, 2] > 0.7 * arm  # hanging when standing
+    serpent = build_creature("serpent", 0)
+    assert standing_pose(canonical_rig(serpent.rig), serpent.rig, FPS, serpent.mesh) is None
