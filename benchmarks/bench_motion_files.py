@@ -9,18 +9,20 @@ given but the glTF clip's name). Source and result are measured the same way, in
 retargeter (feet, soles and trunk found here from each rig's own mesh and rest or a skeleton's names;
 motion_real_support for imports and mesh evaluation; kirin_addon/eval/gait.py for the gait):
 
-* **trunk**: the angle of hips → head from the vertical per frame, less the rig's own rest tilt (a mech
-  stands leaning; a skeleton's rest may lie folded: 0), source and target at the same times; the pair
-  passes when the 95th percentile of |target − source| is ≤ 25°;
+* **trunk**: the angle of hips (the legs' tops' midpoint: `trunk_joints`) → head from the vertical per
+  frame, less the rig's own rest tilt (a mech stands leaning; a skeleton's rest may lie folded: 0),
+  source and target at the same times; the pair passes when the 95th percentile of |target − source|
+  is ≤ 25°;
 * **floor**: per frame the lowest sole vertex (the rest vertices within 2 % of body size of the floor,
   each side; a skeleton: its feet's lowest joints) against the rest mesh's lowest vertex; passes when
   the 5th percentile over frames is within 2 % of body size of it (the lowest (sinking) and the median
   (floating) are printed beside it);
 * **duty** and **stride frequency** (gait.py): within 10 % of the source's. Mesh against mesh where both
   have one (soles); where either is a skeleton (no mesh), each one's own ankles, as joints, found on
-  its own rig (`ankle`): never through the retargeter's joint map, which made the source's reference
-  depend on the map (one take's duty read 0.24 to 0.68 across the targets, a walk's 0.08 to 0.47; a
-  map that sends an ankle to a toe compared an ankle with a toe). Pairs whose source has no stride
+  its own rig (`ankle`; a mesh whose sole hangs from a shin, a mech's spike: its sole): never through
+  the retargeter's joint map, which made the source's reference depend on the map (one take's duty
+  read 0.24 to 0.68 across the targets, a walk's 0.08 to 0.47; a map that sends an ankle to a toe
+  compared an ankle with a toe). Pairs whose source has no stride
   frequency (a punch, a sword fight) count as n/a; the summary repeats every criterion over the walks
   and runs alone (CMU's description of the trial says walk, run or jog; every glTF clip here is one),
   where duty and frequency mean most;
@@ -102,7 +104,7 @@ class Rigged:
     character: support.Character
     feet: list[support.Foot]
     foot_joints: list[int]  # per foot, the bone its sole hangs from (its top joint on a skeleton)
-    trunk: tuple[int, int]  # (hips, top)
+    trunk: tuple[list[int], int]  # (hips: the joints whose heads' midpoint is the pelvis, top)
     loop: bool = False  # a game clip that walks in place: cycled when played
     rest_tilt: float = 0.0  # the trunk's tilt at rest (degrees); 0 for a skeleton, whose rest may lie folded
 
@@ -116,7 +118,8 @@ class Measured:
     tilt: np.ndarray  # (T,) degrees from the vertical, less the character's own rest tilt (`Rigged`)
     lowest: np.ndarray  # (T,) world height of the lowest sole vertex (joint without mesh)
     heads: np.ndarray  # (T,J,3) world joint heads
-    hips: int
+    hips: list[int]  # the joints whose heads' midpoint is the pelvis
+    soles: np.ndarray | None = None  # (F,T,3) each foot's sole centroid (a skinned character's)
 
 
 # ----------------------------------------------------------------------------- the character's feet and trunk
@@ -188,7 +191,7 @@ def rigged(character: support.Character, loop: bool = False) -> Rigged:
     rest_tilt = 0.0
     if character.parts:
         world = object_matrix(character.arm)
-        axis = (character.rig.heads[trunk[1]] - character.rig.heads[trunk[0]]) @ world[:3, :3].T
+        axis = (character.rig.heads[trunk[1]] - character.rig.heads[trunk[0]].mean(0)) @ world[:3, :3].T
         rest_tilt = _tilt(axis[None])[0]
     return Rigged(character, feet, bones, trunk, loop, rest_tilt)
 
@@ -207,9 +210,13 @@ def as_target(character: support.Character) -> None:
         character.floor = float(heads[:, 2].min())
 
 
-def trunk_joints(character: support.Character) -> tuple[int, int]:
-    """(hips, top): the deepest joint above every foot, and the head (by name: the first joint named head,
-    else neck; else the highest reference joint outside the legs)."""
+def trunk_joints(character: support.Character) -> tuple[list[int], int]:
+    """(hips, top). The hips: the legs' top joints (below the deepest joint above every foot), whose heads'
+    midpoint is the pelvis; where those are feet themselves (feet parented to the root), that deepest
+    joint alone — a rig's own pelvis joint may sit off the spine (the Quaternius mech's Body root is a
+    third of its height in front of its torso: its hips → head line leant 27° at rest, and a bow moved
+    it by other angles than the spine's). The top: the head (by name: the first joint named head, else
+    neck; else the highest reference joint outside the legs)."""
     rig = character.rig
     chains = []
     for foot in character.feet:
@@ -218,11 +225,15 @@ def trunk_joints(character: support.Character) -> tuple[int, int]:
             chain.append(j)
             j = int(rig.parents[j])
         chains.append(chain[::-1])
-    hips = 0
+    hips, split = 0, 0
     for k in range(min(len(c) for c in chains)):
         if len({c[k] for c in chains}) > 1:
             break
-        hips = chains[0][k]
+        hips, split = chains[0][k], k + 1
+    tops = [c[split] for c in chains if len(c) > split]
+    heights = character.reference[:, 2] - character.floor
+    tall = float(np.ptp(character.reference[:, 2])) or 1.0
+    pelvis = tops if len(tops) == len(chains) and min(heights[tops]) >= ANKLE * tall else [hips]
     legs = {j for c in chains for j in c if j != hips and hips in c[: c.index(j)]}
     legs |= {j for f in character.feet for j in f.joints}
     # The whole rig, not only the hips' subtree: a Character Creator pelvis carries the legs alone.
@@ -231,9 +242,9 @@ def trunk_joints(character: support.Character) -> tuple[int, int]:
         named = [j for j in inside if word in rig.names[j].lower()
                  and not any(w in rig.names[j].lower() for w in ("end", "top", "nub"))]
         if named:
-            return hips, min(named, key=lambda j: rig.depth[j])
+            return pelvis, min(named, key=lambda j: rig.depth[j])
     top = max(inside, key=lambda j: character.reference[j, 2]) if inside else hips
-    return hips, top
+    return pelvis, top
 
 
 def measure_clip(rig_info: Rigged, action, frames: list[int]) -> Measured:
@@ -263,13 +274,16 @@ def measure_clip(rig_info: Rigged, action, frames: list[int]) -> Measured:
     gait = measure_gait(GaitInput(fps, tracks, np.array(body), character.body_size, character.floor, None))
     heads_all = np.array(heads_all)
     hips, top = rig_info.trunk
-    axis = heads_all[:, top] - heads_all[:, hips]
-    return Measured(fps, gait, _tilt(axis) - rig_info.rest_tilt, np.array(lowest), heads_all, hips)
+    axis = heads_all[:, top] - heads_all[:, hips].mean(1)
+    return Measured(fps, gait, _tilt(axis) - rig_info.rest_tilt, np.array(lowest), heads_all, hips,
+                    soles_array if character.parts else None)
 
 
-def joint_gait(measured: Measured, joints: list[int], size: float):
-    """GaitMeasures of the heads of `joints` (one foot each), the joints' centroid as the body."""
-    tracks = tuple(FootTrack(f"foot{k}", ("left", "right")[k % 2], "hind", measured.heads[:, j])
+def joint_gait(measured: Measured, joints: list[int | None], size: float):
+    """GaitMeasures of the heads of `joints` (one foot each; None: that foot's sole, `ankle`), the joints'
+    centroid as the body."""
+    tracks = tuple(FootTrack(f"foot{k}", ("left", "right")[k % 2], "hind",
+                             measured.heads[:, j] if j is not None else measured.soles[k])
                    for k, j in enumerate(joints))
     return measure_gait(GaitInput(measured.fps, tracks, measured.heads.mean(1), size, None, None))
 
@@ -368,13 +382,17 @@ def _relative(value, reference) -> float | None:
     return abs(value - reference) / abs(reference)
 
 
-def ankle(rigged_info: Rigged, joint: int) -> int:
+def ankle(rigged_info: Rigged, joint: int) -> int | None:
     """The topmost joint of a foot above `joint` (its sole's bone): up the parents while they stay low
     (below ANKLE of the character's height) and above it. A toe's sole bone becomes its ankle, so both
-    sides of a pair are measured at one level of the foot (a toe stays down longer than an ankle)."""
+    sides of a pair are measured at one level of the foot (a toe stays down longer than an ankle).
+    None where the sole's bone is itself a shin (its head a knee, above ANKLE: a mech's spike, a
+    hoof modelled on the shin): the sole is the foot there."""
     character = rigged_info.character
     heights = character.reference[:, 2] - character.floor
     tall = float(np.ptp(character.reference[:, 2])) or 1.0
+    if character.parts and heights[joint] >= ANKLE * tall:
+        return None
     j = joint
     while (p := int(character.rig.parents[j])) >= 0 and heights[j] <= heights[p] < ANKLE * tall:
         j = p
@@ -406,7 +424,7 @@ def compare(source: Source, target: Rigged, measured: Measured) -> dict:
     cycle = theirs.frequency_hz is not None
     duty = _relative(ours.duty, theirs.duty)
     frequency = _relative(ours.frequency_hz, theirs.frequency_hz)
-    hips = measured.heads[:, measured.hips]
+    hips = measured.heads[:, measured.hips].mean(1)
     return {
         "trunk_p95_deg": trunk, "trunk_ok": trunk <= TRUNK_MAX,
         "floor_p5": floor_error, "floor_min": float(gap.min()), "floor_median": float(np.median(gap)),

@@ -34,3 +34,24 @@ def test_one_pair_measured_end_to_end(blender):
     assert row["travel"] > 1.0 and row["vertical_drift"] < 0.05
     assert bench.summary([row])["gaits"]["all"] == {"pass": 1, "of": 1}
     assert bpy.context.scene.render.fps == bench.FPS
+
+
+MIKE = asset_files("quaternius/mech_pack/Mike.glb")
+
+
+@pytest.mark.skipif(not MIKE, reason="../shared/assets is not present")
+def test_a_mech_is_measured_on_its_spikes_and_its_legs_tops(blender):
+    """The Quaternius mech's legs end in spikes modelled on the shin (no foot bone): its gait is read on
+    the spikes' soles, not at the knee; its Body root sits a third of its height in front of the torso,
+    so its trunk runs from the legs' tops (standing within 10° of upright at rest, not 27°)."""
+    bench = load_benchmark("bench_motion_files")
+    support = bench.support
+    support.clear_scene()
+    character, _ = support.load_character(MIKE[0], bench.headless.import_rig_file)
+    target = bench.rigged(character)
+    names = character.rig.names
+    assert sorted(names[j] for j in target.foot_joints) == ["LowerLeg.L", "LowerLeg.R"]
+    assert [bench.ankle(target, j) for j in target.foot_joints] == [None, None]
+    hips, top = target.trunk
+    assert sorted(names[j] for j in hips) == ["UpperLeg.L", "UpperLeg.R"] and names[top] == "Head"
+    assert target.rest_tilt < 10.0
