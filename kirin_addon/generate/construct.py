@@ -203,19 +203,30 @@ def _controllers_made(creature: Creature, plan: MotionPlan, frames: int, fps: fl
     return clip, pose, contacts, tempo
 
 
+def canonical_skin(canon: CanonicalRig, mesh: SkinnedMesh | None) -> SkinnedMesh | None:
+    """The rig's skin (armature space) in its canonical frame."""
+    if mesh is None:
+        return None
+    return SkinnedMesh(canon.frame.to_canonical_points(mesh.vertices), mesh.triangles, mesh.joint_indices,
+                       mesh.joint_weights)
+
+
+def construction_roles(canon: CanonicalRig, mesh: SkinnedMesh | None) -> RigRoles:
+    """The roles construction drives (`construct_motion`'s `roles`): the canonical rig's, its skin
+    saying where a leg without a foot bone ends."""
+    return detect_roles(canon.rig, canonical_skin(canon, mesh))
+
+
 def construct_motion(canon: CanonicalRig, rig: Rig, plan: MotionPlan, frames: int, fps: float,
                      seed: int, mesh: SkinnedMesh | None = None,
                      roles: RigRoles | None = None) -> ConstructedMotion:
     """`frames` frames of the plan (its locomotion, ending perhaps in a death, or its one action in place)
     on `rig` (canon: the same rig in its canonical frame; mesh: its skin in the rig's armature space, or
-    None; roles: those of canon.rig when already read). RoleError when the rig's legs cannot be found;
+    None; roles: `construction_roles` when already read). RoleError when the rig's legs cannot be found;
     ControllerError when its family cannot do the action."""
-    roles = detect_roles(canon.rig) if roles is None else roles
+    skin = canonical_skin(canon, mesh)
+    roles = detect_roles(canon.rig, skin) if roles is None else roles
     metres = BODY_METRES[roles.family]
-    skin = None
-    if mesh is not None:
-        skin = SkinnedMesh(canon.frame.to_canonical_points(mesh.vertices), mesh.triangles, mesh.joint_indices,
-                           mesh.joint_weights)
     creature = creature_of(roles, metres, skin)
     shape = rig_shape(roles)
     clip, pose, contacts, tempo = _controllers_made(creature, plan, frames, fps, seed, shape)

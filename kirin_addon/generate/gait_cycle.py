@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..core.canonical import CanonicalRig
 from ..core.motion import Motion
 from ..core.skinning import SkinnedMesh
-from .construct import construct_motion
+from .construct import construct_motion, construction_roles
 from .plan import CONSTRUCTED_FAMILIES, MotionPlan, Segment, plan_prompt
 from .rig_roles import RoleError, detect_roles
 from .rig_shape import rig_shape
@@ -77,7 +77,7 @@ def gait_starts(canon: CanonicalRig, rig, asked: GaitAsked,
     artists' rigs)."""
     frames, fps, frequency = asked.frames, asked.fps, asked.frequency
     try:
-        roles = detect_roles(canon.rig)
+        roles = construction_roles(canon, mesh)
     except RoleError:
         return None
     if roles.family not in CONSTRUCTED_FAMILIES or not frequency > 0:
@@ -102,7 +102,7 @@ def standing_pose(canon: CanonicalRig, rig, fps: float, mesh: SkinnedMesh | None
     limb held out at rest points at a side camera, where the image says least about which way it should
     swing: a fit from rest can bring a hanging arm forward instead of down."""
     try:
-        roles = detect_roles(canon.rig)
+        roles = construction_roles(canon, mesh)
         if roles.family not in CONSTRUCTED_FAMILIES:
             return None
         made = construct_motion(canon, rig, MotionPlan(roles.family, (Segment("idle", 1.0),)), 2, fps, 0,

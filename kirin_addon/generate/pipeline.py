@@ -30,7 +30,7 @@ from ..core.rig_features import rig_features
 from ..core.rig_reduction import RigReduction, reduce_rig
 from ..core.skinning import SkinnedMesh
 from ..library.captions.phrasing import stated_direction
-from .construct import construct_motion
+from .construct import construct_motion, construction_roles
 from .features import CONTACT, motion_features
 from .guard import UNGUARDED, ClipGuard, without_extras
 from .map_back import Start, nearest_legs, on_rig, pin_kept
@@ -39,7 +39,7 @@ from .plan import plan_prompt
 from .reduced_rig import carried_back, reduced_canon, reduced_joints, reduced_request
 from .request import GenerateRequest
 from .retrieval import MotionBank, RetrievalConfig, Retrieved, fit_length, retime, retime_rows
-from .rig_roles import RoleError, detect_roles
+from .rig_roles import RoleError
 
 MODEL_FPS = 30.0  # the rate motions are made at without a network (the shipped network's)
 KEEP_STRENGTH = 0.6  # a retrieved clip under kept frames (in-betweening) starts this far along the noise
@@ -188,7 +188,7 @@ class GeneratePipeline:
         if request.keep is not None or request.loop:
             return None
         try:
-            roles = detect_roles(prepared.canon.rig)
+            roles = construction_roles(prepared.canon, prepared.mesh)
         except RoleError:
             return None
         plan = plan_prompt(request.prompt, roles.family)

@@ -20,6 +20,7 @@ import numpy as np
 from ..core.creature import CENTRE, LEFT, RIGHT
 from ..core.rest_pose_cues import control_joints
 from ..core.rig import Rig, side_of
+from ..core.skinning import SkinnedMesh
 
 # A chain end counts as on the ground when its lowest point is this close to the floor (body sizes).
 GROUND = 0.12
@@ -33,6 +34,11 @@ FOOT_LEVEL = 0.06
 # … and within this share of the leg's drop: a giant's short legs under a long body (an Apatosaurus' knee
 # stands 0.06 body sizes up, half its leg) keep their knees.
 FOOT_SHARE = 0.25
+# A leaf bone reaching the floor from this high (body sizes) is a shin carrying its foot (a mech's spike):
+# a foot's own bones start lower (a human ankle ~0.045, a horse's fetlock ~0.08).
+SHIN = 0.15
+# … when the lowest vertex it carries is this close to the skin's lowest (body sizes).
+SOLE = 0.02
 # A limb's chain must drop from its highest joint to its end by at least this share of its length to be
 # a leg (a spider's legs arch up first; a chain lying on the floor does not drop).
 DROP_SHARE = 0.25
@@ -275,6 +281,28 @@ def _followers(rig: Rig, body_top: int, body: np.ndarray, floor: float) -> tuple
     return followers, tips
 
 
+def _spike_tips(rig: Rig, body: np.ndarray, tips: Tips, skin: SkinnedMesh | None) -> Tips:
+    """Tips where a leaf bone's own skin reaches the floor from a head above the foot's level (a mech's
+    spike, a hoof modelled on the shin: no foot bone below the knee) and no foot control put one: the
+    leg ends at the lowest vertex that bone carries (`skin`, canonical frame), not at its head (the
+    knee). Only the skin says so: a leaf's tail is no evidence (an FBX end bone's points anywhere)."""
+    if skin is None or not skin.vertex_count:
+        return []
+    tipped = {parent for parent, _ in tips}
+    dominant = skin.dominant_joints()
+    floor = float(skin.vertices[:, 2].min())
+    out: Tips = []
+    for j in np.flatnonzero(body):
+        if any(body[c] for c in rig.children[j]) or int(j) in tipped or rig.heads[j, 2] - floor < SHIN:
+            continue
+        carried = skin.vertices[dominant == j]
+        if len(carried):
+            lowest = carried[int(np.argmin(carried[:, 2]))]
+            if lowest[2] - floor <= SOLE:
+                out.append((int(j), lowest.copy()))
+    return out
+
+
 def _descends(rig: Rig, leaf: int) -> bool:
     """Whether a chain comes down to its end at `leaf`, as a leg's does (a head rises from its neck)."""
     parent = int(rig.parents[leaf])
@@ -439,8 +467,10 @@ def _body_of_girdle(rig: Rig, pelvis: int, body: np.ndarray, legs: list[LegRole]
     return pelvis
 
 
-def detect_roles(rig: Rig) -> RigRoles:
-    """The roles of a rig in the canonical frame; RoleError when it has no legs to walk on."""
+def detect_roles(rig: Rig, skin: SkinnedMesh | None = None) -> RigRoles:
+    """The roles of a rig in the canonical frame; RoleError when it has no legs to walk on. `skin`: its
+    skinned mesh in the same frame, where the caller has it (a leg without a foot bone then ends where
+    its skin meets the floor: `_spike_tips`)."""
     control = control_joints(rig)
     body_top = _body_top(rig, control)
     rig, hung = _separate_legs_hung(rig, body_top, control)
@@ -448,6 +478,7 @@ def detect_roles(rig: Rig) -> RigRoles:
         body_top = _body_top(rig, control)
     body = rig.subtree(body_top) & ~control
     followers, tips = _followers(rig, body_top, body, _floor(rig, ~control))
+    tips += _spike_tips(rig, body, tips, skin)
     work = _with_tips(rig, tips)
     body = np.concatenate([body, np.ones(len(tips), dtype=bool)])
     grounded = np.concatenate([~control, np.ones(len(tips), dtype=bool)])  # a root on the floor counts

@@ -34,10 +34,6 @@ pytestmark = pytest.mark.slow
 
 # What still moves, and why (the closing note of issue 31 has the table).
 KNOWN = {
-    ("quaternius/mech_pack/Mike.glb", "ik_removed"):
-        "without its foot controls nothing in the bones reaches the floor (the shins end 0.12 body sizes "
-        "above it; the feet are skin only): the knees are planted. Ending such a leaf where its skin "
-        "reaches the floor fixed it but cost held-out FBX rigs (Zebra, Goblin) their walks",
     ("mesh2motion/bird-animations.glb", "wings_folded"):
         "body size is the rest's largest extent: the wingspan spread, the body's length folded; the "
         "controllers' metres per body size and the tempo table's build (leg length in body sizes) follow "

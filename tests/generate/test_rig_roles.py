@@ -13,6 +13,7 @@ from artist_rigs import (
 
 from kirin.kirin_addon.core.creature import LEFT, RIGHT
 from kirin.kirin_addon.core.rig import RigBuilder
+from kirin.kirin_addon.core.skinning import SkinnedMesh
 from kirin.kirin_addon.generate.rig_roles import RoleError, detect_roles
 
 
@@ -121,3 +122,46 @@ def test_legs_rigged_as_roots_of_their_own_hang_from_the_body():
     assert tops == set(roles.hung) and all(rig.parents[top] < 0 for top in tops)
     assert sorted(leg.side for leg in roles.legs) == [RIGHT, RIGHT, LEFT, LEFT]
     assert {leg.position for leg in roles.legs} == {"front", "hind"}
+
+
+def _mech(end_below_floor: bool = False):
+    """A mech's legs as the Quaternius mech has them without its foot controls: hip → knee → a shin leaf
+    whose skin is a spike down to the floor, the bone itself ending high above it (or, an FBX end bone's
+    way, pointing through the floor)."""
+    b = RigBuilder()
+    b.add("Body", None, (0, 0, 0.55), (0, 0, 0.7))
+    b.add("Chest", "Body", (0, 0, 0.7), (0, 0, 0.95))
+    for side, x in (("L", 1), ("R", -1)):
+        b.add(f"UpperLeg.{side}", "Body", (0.1 * x, 0, 0.55), (0.1 * x, 0, 0.3))
+        shin_end = (0.1 * x, 0.02, -0.2) if end_below_floor else (0.1 * x, 0.02, 0.14)
+        b.add(f"LowerLeg.{side}", f"UpperLeg.{side}", (0.1 * x, 0, 0.3), shin_end)
+    rig = b.build()
+    vertices, joints = [], []
+    for j, name in enumerate(rig.names):
+        if name.startswith("LowerLeg"):  # the spike: from the knee down to a point behind it on the floor
+            x = rig.heads[j, 0]
+            vertices += [(x + dx, 0.04 * s, 0.3 * s) for s in np.linspace(0, 1, 6) for dx in (-0.02, 0.02)]
+            joints += [j] * 12
+        elif name.startswith(("Body", "Chest")):
+            vertices += [(dx, dy, rig.heads[j, 2] + 0.1) for dx in (-0.1, 0.1) for dy in (-0.05, 0.05)]
+            joints += [j] * 4
+    count = len(vertices)
+    skin = SkinnedMesh(np.array(vertices), np.array([[0, 1, 2]]), np.array(joints)[:, None], np.ones((count, 1)))
+    return rig, skin
+
+
+def test_a_shin_whose_skin_is_the_foot_ends_where_the_skin_meets_the_floor():
+    """Without a foot bone or control, the leg plants the spike's point, not the knee; the skin says so,
+    the bone's tail does not (an FBX end bone points anywhere: through the floor here)."""
+    rig, skin = _mech()
+    roles = detect_roles(rig, skin)
+    assert roles.family == "biped" and len(roles.legs) == 2
+    for leg in roles.legs:
+        assert roles.rig.names[leg.foot].startswith("LowerLeg") and leg.foot >= rig.joint_count  # a tip
+        assert roles.rig.heads[leg.foot, 2] == pytest.approx(0.0, abs=1e-9)  # the spike's point
+        assert roles.rig.heads[leg.foot, 1] == pytest.approx(0.0, abs=1e-9)
+    knees = detect_roles(rig)  # without the skin: as before, the knee
+    assert sorted(knees.rig.names[leg.foot] for leg in knees.legs) == ["LowerLeg.L", "LowerLeg.R"]
+    through, _ = _mech(end_below_floor=True)
+    unskinned = SkinnedMesh(skin.vertices, skin.triangles, np.zeros_like(skin.joint_indices), skin.joint_weights)
+    assert all(leg.foot < through.joint_count for leg in detect_roles(through, unskinned).legs)
