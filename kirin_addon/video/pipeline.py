@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from ..core.camera import PinholeCamera
-from ..core.canonical import canonical_rig, detect_canonical_frame
+from ..core.canonical import CanonicalRig, canonical_rig, detect_canonical_frame
 from ..core.motion import Motion, joint_positions
 from ..core.rig import Rig
 from ..core.rig_reduction import RigReduction, reduce_rig
@@ -159,8 +159,7 @@ class VideoPipeline:
         report_progress(progress, 0.0)
 
         # Initial poses (canonical world deltas, (P,T,J,3,3): one per start) and camera.
-        standing = None if starts else standing_start(canon, rig, mesh, ev.fps)
-        deltas0 = start_deltas(rig, frame, starts, frames, standing)
+        deltas0, start_pose = _start_poses(canon, rig, mesh, starts, ev.fps, frames)
         estimated = camera is None
         camera_c, grounded = estimate_camera(ev, body, model.floor, config) if estimated else \
             (camera.transformed(frame.matrix()), False)
@@ -196,7 +195,7 @@ class VideoPipeline:
             "scale_fitted": fit_scale,
             "heading_deg": float(np.degrees(yaw)),
             "starts": len(deltas0),
-            "start_pose": "given" if starts else "standing" if standing is not None else "rest",
+            "start_pose": start_pose,
             "start_chosen": chosen,
             "steps": config.epochs * config.steps_per_epoch,
             "rigid_steps": config.rigid_steps,
@@ -225,6 +224,15 @@ class VideoPipeline:
                   "seconds_per_frame": seconds / max(frames, 1)}
         return VideoFitResult(reduction.expand_motion(fit.motion), fit.camera, fit.scale, fit.reprojection_px,
                               seconds, report)
+
+
+def _start_poses(canon: CanonicalRig, rig: Rig, mesh: SkinnedMesh | None, starts: list[Motion], fps: float,
+                 frames: int) -> tuple[np.ndarray, str]:
+    """(P,T,J,3,3) canonical world deltas of the fit's starts: the given motions, else the rig's standing
+    pose, else its rest; and which of the three ("given", "standing", "rest")."""
+    standing = None if starts else standing_start(canon, rig, mesh, fps)
+    kind = "given" if starts else "standing" if standing is not None else "rest"
+    return start_deltas(rig, canon.frame, starts, frames, standing), kind
 
 
 def _reduced_evidence(evidence: Evidence2D, keep: np.ndarray) -> Evidence2D:

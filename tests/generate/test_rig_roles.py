@@ -146,7 +146,8 @@ def _mech(end_below_floor: bool = False):
             vertices += [(dx, dy, rig.heads[j, 2] + 0.1) for dx in (-0.1, 0.1) for dy in (-0.05, 0.05)]
             joints += [j] * 4
     count = len(vertices)
-    skin = SkinnedMesh(np.array(vertices), np.array([[0, 1, 2]]), np.array(joints)[:, None], np.ones((count, 1)))
+    skin = SkinnedMesh(np.array(vertices), np.array([[0, 1, 2]]), np.array(joints)[:, None],
+                       np.ones((count, 1)))
     return rig, skin
 
 
@@ -163,5 +164,6 @@ def test_a_shin_whose_skin_is_the_foot_ends_where_the_skin_meets_the_floor():
     knees = detect_roles(rig)  # without the skin: as before, the knee
     assert sorted(knees.rig.names[leg.foot] for leg in knees.legs) == ["LowerLeg.L", "LowerLeg.R"]
     through, _ = _mech(end_below_floor=True)
-    unskinned = SkinnedMesh(skin.vertices, skin.triangles, np.zeros_like(skin.joint_indices), skin.joint_weights)
+    unskinned = SkinnedMesh(skin.vertices, skin.triangles, np.zeros_like(skin.joint_indices),
+                            skin.joint_weights)
     assert all(leg.foot < through.joint_count for leg in detect_roles(through, unskinned).legs)
