@@ -22,7 +22,7 @@ def standing_score(canonical: Rig) -> float | None:
         roles = detect_roles(canonical)
     except RoleError:
         return None
-    feet = canonical.heads[[leg.foot for leg in roles.legs]] if roles.legs else np.zeros((0, 3))
+    feet = roles.rig.heads[[leg.foot for leg in roles.legs]] if roles.legs else np.zeros((0, 3))  # tips too
     if len(feet) < 2 or len(feet) % 2:
         return None
     return float(np.ptp(feet[:, 2]) + np.ptp(feet[:, 1]) / max(len(feet) // 2, 1))

@@ -39,6 +39,10 @@ FOOT_SHARE = 0.25
 SHIN = 0.15
 # … when the lowest vertex it carries is this close to the skin's lowest (body sizes).
 SOLE = 0.02
+# A leaf bone whose head (an ankle) stands at most this high and whose tail lies on the floor pointing
+# forward (within ~45°: this share of its length forward) lies along the sole: its tail is the toes'.
+ANKLE_HIGH = 0.09
+ALONG_SOLE = 0.7
 # A limb's chain must drop from its highest joint to its end by at least this share of its length to be
 # a leg (a spider's legs arch up first; a chain lying on the floor does not drop).
 DROP_SHARE = 0.25
@@ -303,6 +307,23 @@ def _spike_tips(rig: Rig, body: np.ndarray, tips: Tips, skin: SkinnedMesh | None
     return out
 
 
+def _sole_tips(rig: Rig, body: np.ndarray, floor: float, tips: Tips) -> Tips:
+    """Tips at the toes of foot bones that end the leg lying along the sole (a toe bone taken away, or
+    never made): their tails, forward of their heads on the floor — the point a foot rolls over at
+    heel-off, as a toe joint's head is."""
+    tipped = {parent for parent, _ in tips}
+    out: Tips = []
+    for j in np.flatnonzero(body):
+        if any(body[c] for c in rig.children[j]) or int(j) in tipped:
+            continue
+        head, tail = rig.heads[j], rig.tails[j]
+        along = tail - head
+        if (tail[2] - floor <= FOOT_LEVEL and head[2] - floor <= ANKLE_HIGH
+                and -along[1] >= ALONG_SOLE * np.linalg.norm(along) > 0):
+            out.append((int(j), tail.copy()))
+    return out
+
+
 def _descends(rig: Rig, leaf: int) -> bool:
     """Whether a chain comes down to its end at `leaf`, as a leg's does (a head rises from its neck)."""
     parent = int(rig.parents[leaf])
@@ -479,6 +500,7 @@ def detect_roles(rig: Rig, skin: SkinnedMesh | None = None) -> RigRoles:
     body = rig.subtree(body_top) & ~control
     followers, tips = _followers(rig, body_top, body, _floor(rig, ~control))
     tips += _spike_tips(rig, body, tips, skin)
+    tips += _sole_tips(rig, body, _floor(rig, ~control), tips)
     work = _with_tips(rig, tips)
     body = np.concatenate([body, np.ones(len(tips), dtype=bool)])
     grounded = np.concatenate([~control, np.ones(len(tips), dtype=bool)])  # a root on the floor counts

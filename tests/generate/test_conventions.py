@@ -34,14 +34,6 @@ pytestmark = pytest.mark.slow
 
 # What still moves, and why (the closing note of issue 31 has the table).
 KNOWN = {
-    ("mesh2motion/bird-animations.glb", "wings_folded"):
-        "body size is the rest's largest extent: the wingspan spread, the body's length folded; the "
-        "controllers' metres per body size and the tempo table's build (leg length in body sizes) follow "
-        "the rest pose, not the creature: 46 % slower",
-    ("mesh2motion/bird-animations.glb", "toes_removed"):
-        "the ankle sits 0.059 body sizes above the foot's lowest head without the toes, 0.063 with them: "
-        "across FOOT_LEVEL (0.06) the ankle becomes the foot and the leg a joint shorter (a rule by bone "
-        "slope fixed it but moved the originals' feet: left for the held-out benchmark to judge)",
     ("luanti_spider/gltf_spider_animated.gltf", "names_numbered"):
         "the spider's walk is refused as made (broken, no network to try); numbered, its IK targets (its "
         "only bones on the floor: the file has no leg tips) no longer show the floor: read on its side, "

@@ -167,3 +167,26 @@ def test_a_shin_whose_skin_is_the_foot_ends_where_the_skin_meets_the_floor():
     unskinned = SkinnedMesh(skin.vertices, skin.triangles, np.zeros_like(skin.joint_indices),
                             skin.joint_weights)
     assert all(leg.foot < through.joint_count for leg in detect_roles(through, unskinned).legs)
+
+
+def test_a_foot_bone_that_ends_the_leg_along_the_sole_rolls_over_its_end():
+    """Toes taken away (or never made), the foot still rolls at heel-off over where they were: a tip at
+    the foot bone's tail is the leg's toe (the Mesh2Motion bird without toes walked 25 % longer on the
+    ground, its flat feet never rolling)."""
+    def biped(toes: bool):
+        b = RigBuilder()
+        b.add("Hips", None, (0, 0, 0.5), (0, 0, 0.6))
+        b.add("Chest", "Hips", (0, 0, 0.6), (0, 0, 0.9))
+        for side, x in (("L", 1), ("R", -1)):
+            b.add(f"UpperLeg.{side}", "Hips", (0.1 * x, 0, 0.5), (0.1 * x, 0, 0.27))
+            b.add(f"LowerLeg.{side}", f"UpperLeg.{side}", (0.1 * x, 0, 0.27), (0.1 * x, 0, 0.05))
+            b.add(f"Foot.{side}", f"LowerLeg.{side}", (0.1 * x, 0, 0.05), (0.1 * x, -0.09, 0.01))
+            if toes:
+                b.add(f"Toes.{side}", f"Foot.{side}", (0.1 * x, -0.09, 0.01), (0.1 * x, -0.14, 0.01))
+        return b.build()
+
+    with_toes, without = detect_roles(biped(True)), detect_roles(biped(False))
+    for a, b in zip(with_toes.legs, without.legs, strict=True):
+        assert with_toes.rig.names[a.foot] == without.rig.names[b.foot]  # the ankle plants either way
+        assert without.rig.names[b.toe].endswith("(tip)")
+        assert np.allclose(without.rig.heads[b.toe], with_toes.rig.heads[a.toe])  # the same pivot
