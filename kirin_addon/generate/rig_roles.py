@@ -318,6 +318,9 @@ def _sole_tips(rig: Rig, body: np.ndarray, floor: float, tips: Tips) -> Tips:
             continue
         head, tail = rig.heads[j], rig.tails[j]
         along = tail - head
+        parent = int(rig.parents[j])
+        if parent < 0 or rig.heads[parent, 2] - floor <= FOOT_LEVEL:  # a toe's own end: its foot rolls
+            continue
         if (tail[2] - floor <= FOOT_LEVEL and head[2] - floor <= ANKLE_HIGH
                 and -along[1] >= ALONG_SOLE * np.linalg.norm(along) > 0):
             out.append((int(j), tail.copy()))
