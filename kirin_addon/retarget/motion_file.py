@@ -52,8 +52,6 @@ from .retargeter import (
 SAMPLED_POSES = 24  # poses spread over the clip, besides its first four (a take's opening T-pose)
 REST_AGREES = 0.25  # a rest that stands along the up axis of this share of the poses is kept
 TALLEST = 0.95  # a standing pose's centre is at least this share of the clip's highest above its feet
-FEET_DOWN = 0.2  # … on both feet this low (a walk's or a run's swing foot rises less; a kick, more)
-LEG_SHARE = 0.25  # two ends of one body meet further up than this share of its height apart: two feet
 HUMAN_HEIGHT = 1.7  # metres: what a BVH's unit is guessed from
 # Units a motion file may be in, metres per unit; "CMU" is the CMU database's 0.45 inch.
 UNITS = {"m": 1.0, "dm": 0.1, "cm": 0.01, "mm": 0.001, "in": 0.0254, "ft": 0.3048, "CMU": 0.0254 / 0.45}
@@ -104,56 +102,19 @@ def _standing_height(rig: Rig, frame: CanonicalFrame) -> float:
     return float(along.max() - along.min())
 
 
-def _two_feet(rig: Rig, ends: np.ndarray, low: np.ndarray, reach: float) -> list[int]:
-    """The clip's feet: the end joint lowest over the clip (`low`: each end's median height), and the
-    lowest of the ends of another limb (their paths up to where they meet longer than `reach`: not a
-    toe of the same foot)."""
-    order = [int(ends[k]) for k in np.argsort(low)]
-    first = order[0]
-    above, length, j = {}, 0.0, first
-    while j >= 0:  # the first foot's ancestors, with the bone length up to each
-        above[j] = length
-        parent = int(rig.parents[j])
-        length += float(np.linalg.norm(rig.heads[j] - rig.heads[parent])) if parent >= 0 else 0.0
-        j = parent
-    for other in order[1:]:
-        j = other
-        while j not in above:
-            j = int(rig.parents[j])
-        if above.get(j, 0.0) > reach:
-            return [first, other]
-    return [first]
-
-
 def _standing_frame(rig: Rig, pose: np.ndarray, frames: list[int], best: dict,
                     world_matrix: np.ndarray | None) -> int:
     """Of the sampled frames that stand along the voted up axis, one that stands tallest (the body's
-    centre within TALLEST of its highest above the lowest joint: not sitting, crouching, hanging from a
-    bar with the legs tucked) on both feet (`_two_feet` within FEET_DOWN of the body's height of its
-    lowest joint: not a handstand, nor a kick, whose raised leg the joint map would leave unmapped),
-    and of those the one whose canonical cues are strongest."""
+    centre within TALLEST of its highest above the lowest joint: not sitting, crouching, hanging from
+    a bar with the legs tucked), and of those the one whose canonical cues are strongest."""
     joints = body_joints(rig)
-    heights = {}
+    lift = {}
     for f in frames:
         up = detect_canonical_frame(posed_rig(rig, pose[f]), world_matrix, up=best[f][0]).rotation[2]
-        along = np.zeros(rig.joint_count)
-        along[joints] = pose[f, joints, :3, 3] @ up
-        heights[f] = along - along[joints].min()  # every joint's height above the frame's lowest
-    ends = np.array([j for j in joints if not len(rig.children[j])])
-    low = np.median(np.array([heights[f][ends] for f in frames]), axis=0)
-    feet = _two_feet(rig, ends, low, LEG_SHARE * float(np.median([heights[f].max() for f in frames])))
-    lift = {f: float(heights[f][joints].mean()) for f in frames}
-    tall = {f: float(heights[f].max()) or 1.0 for f in frames}
-    on_feet = [f for f in frames if heights[f][feet].max() <= FEET_DOWN * tall[f]]
-
-    def tallest(among: list[int]) -> list[int]:
-        top = max(lift[f] for f in among)
-        return [f for f in among if lift[f] >= TALLEST * top]
-
-    # The clip's tallest frames where some of them stand on both feet; else its tallest on both feet
-    # (its tallest kick higher than any standing frame reaches).
-    chosen = [f for f in tallest(frames) if f in on_feet] or tallest(on_feet or frames)
-    return max(chosen, key=lambda f: best[f][2])
+        heights = pose[f, joints, :3, 3] @ up
+        lift[f] = float(heights.mean() - heights.min())
+    tallest = max(lift.values())
+    return max((f for f in frames if lift[f] >= TALLEST * tallest), key=lambda f: best[f][2])
 
 
 def read_conventions(rig: Rig, motion: Motion, world_matrix: np.ndarray | None = None,

@@ -80,12 +80,10 @@ def _root_path(frames: int) -> np.ndarray:
     return np.stack([np.zeros(frames), -np.cumsum(step), height], axis=1)
 
 
-def write_bvh(path, axes: np.ndarray, scale: float, folded: np.ndarray | None = None,
-              kick: range = range(0)) -> None:
+def write_bvh(path, axes: np.ndarray, scale: float, folded: np.ndarray | None = None) -> None:
     """The walking skeleton as BVH: canonical vectors written as `axes @ v * scale` (file axes, file units).
     `folded`: a rotation (file axes) the zero pose is turned by; the root's rotation turns it back upright
-    in every frame, so only the motion stands. `kick`: frames where the left leg is kicked up straight
-    ahead, hip-high (the body's centre higher than in any frame of the walk)."""
+    in every frame, so only the motion stands."""
     fold = np.eye(3) if folded is None else folded
     lines, depth = ["HIERARCHY"], 0
     children = {name: [n for n, p, _ in SKELETON if p == name] for name, _, _ in SKELETON}
@@ -120,8 +118,7 @@ def write_bvh(path, axes: np.ndarray, scale: float, folded: np.ndarray | None = 
         for name in order:
             # A canonical rotation in file axes; under a folded zero pose the root turns the body upright
             # (fold⁻¹) and every other joint's rotation is seen through the fold.
-            pose = _about_x(-1.5) if frame in kick and name == "LeftUpLeg" else _walk_pose(name, t)
-            local = fold @ axes @ pose @ axes.T @ fold.T
+            local = fold @ axes @ _walk_pose(name, t) @ axes.T @ fold.T
             if name == "Hips":
                 local = fold.T
             x, y, z = np.degrees(matrix_to_euler(local, "XYZ"))
@@ -178,16 +175,6 @@ def test_a_folded_zero_pose_is_replaced_by_a_pose_that_stands(tmp_path):
     # The re-based clip is the same motion: every joint where the file puts it.
     assert np.allclose(joint_positions(conventions.rig, conventions.motion), joint_positions(rig, motion),
                        atol=1e-6 * conventions.height)
-
-
-def test_a_kick_is_not_taken_for_the_pose_that_stands(tmp_path):
-    """A take whose tallest frames kick a leg up (a dance, a martial-arts take): the rest the clip is
-    re-based on stands on both feet (a kick's raised leg left CesiumMan's left foot unmapped, sinking
-    through the floor)."""
-    path = tmp_path / "kick.bvh"
-    write_bvh(path, Y_UP_FACING_Z, 100.0, folded=FOLD, kick=range(30, 60))
-    conventions = _read(path)
-    assert conventions.reference is not None and conventions.reference not in range(30, 60)
 
 
 def test_units_are_guessed_for_a_body_of_human_size():
