@@ -6,7 +6,9 @@ beside `Body`), pole targets float in front of the knees, and the body root may 
 below the hips. The roles found here are the ones the gait controllers drive (pelvis, spine, neck,
 head, tail, legs, arms), plus, for every joint outside the body's tree, the body joint it follows
 rigidly (a foot control follows the end of its leg). Where a leg chain stops short of its foot, a
-tip joint is added at the foot control's head, so the leg solved by IK ends on the ground.
+tip joint is added at the foot control's head, so the leg solved by IK ends on the ground; where a
+shin carries the foot in its skin (a mech's spike), at that skin's lowest point; where a foot bone
+ends the leg along the sole (no toe bone), at its tail, the toe it rolls over.
 
 numpy only; canonical frame (+Z up, facing −Y, left on +X, body size 1, feet near z = 0).
 """
@@ -285,6 +287,13 @@ def _followers(rig: Rig, body_top: int, body: np.ndarray, floor: float) -> tuple
     return followers, tips
 
 
+def _untipped_leaves(rig: Rig, body: np.ndarray, tips: Tips) -> list[int]:
+    """The body's leaf joints no tip hangs from yet."""
+    tipped = {parent for parent, _ in tips}
+    return [int(j) for j in np.flatnonzero(body)
+            if not any(body[c] for c in rig.children[j]) and int(j) not in tipped]
+
+
 def _spike_tips(rig: Rig, body: np.ndarray, tips: Tips, skin: SkinnedMesh | None) -> Tips:
     """Tips where a leaf bone's own skin reaches the floor from a head above the foot's level (a mech's
     spike, a hoof modelled on the shin: no foot bone below the knee) and no foot control put one: the
@@ -292,38 +301,30 @@ def _spike_tips(rig: Rig, body: np.ndarray, tips: Tips, skin: SkinnedMesh | None
     knee). Only the skin says so: a leaf's tail is no evidence (an FBX end bone's points anywhere)."""
     if skin is None or not skin.vertex_count:
         return []
-    tipped = {parent for parent, _ in tips}
     dominant = skin.dominant_joints()
     floor = float(skin.vertices[:, 2].min())
     out: Tips = []
-    for j in np.flatnonzero(body):
-        if any(body[c] for c in rig.children[j]) or int(j) in tipped or rig.heads[j, 2] - floor < SHIN:
-            continue
+    for j in _untipped_leaves(rig, body, tips):
         carried = skin.vertices[dominant == j]
-        if len(carried):
+        if rig.heads[j, 2] - floor >= SHIN and len(carried):
             lowest = carried[int(np.argmin(carried[:, 2]))]
             if lowest[2] - floor <= SOLE:
-                out.append((int(j), lowest.copy()))
+                out.append((j, lowest.copy()))
     return out
 
 
 def _sole_tips(rig: Rig, body: np.ndarray, floor: float, tips: Tips) -> Tips:
     """Tips at the toes of foot bones that end the leg lying along the sole (a toe bone taken away, or
     never made): their tails, forward of their heads on the floor — the point a foot rolls over at
-    heel-off, as a toe joint's head is."""
-    tipped = {parent for parent, _ in tips}
+    heel-off, as a toe joint's head is. Only a foot's own bone (its parent, the shin, stands above the
+    foot's level): a toe's end bone is no foot, and its foot rolls over the toe already."""
     out: Tips = []
-    for j in np.flatnonzero(body):
-        if any(body[c] for c in rig.children[j]) or int(j) in tipped:
-            continue
-        head, tail = rig.heads[j], rig.tails[j]
+    for j in _untipped_leaves(rig, body, tips):
+        head, tail, parent = rig.heads[j], rig.tails[j], int(rig.parents[j])
         along = tail - head
-        parent = int(rig.parents[j])
-        if parent < 0 or rig.heads[parent, 2] - floor <= FOOT_LEVEL:  # a toe's own end: its foot rolls
-            continue
-        if (tail[2] - floor <= FOOT_LEVEL and head[2] - floor <= ANKLE_HIGH
-                and -along[1] >= ALONG_SOLE * np.linalg.norm(along) > 0):
-            out.append((int(j), tail.copy()))
+        if (parent >= 0 and rig.heads[parent, 2] - floor > FOOT_LEVEL and tail[2] - floor <= FOOT_LEVEL
+                and head[2] - floor <= ANKLE_HIGH and -along[1] >= ALONG_SOLE * np.linalg.norm(along) > 0):
+            out.append((j, tail.copy()))
     return out
 
 
@@ -501,9 +502,10 @@ def detect_roles(rig: Rig, skin: SkinnedMesh | None = None) -> RigRoles:
     if hung:  # the legs now hang from the body: its top may lie above where it did
         body_top = _body_top(rig, control)
     body = rig.subtree(body_top) & ~control
-    followers, tips = _followers(rig, body_top, body, _floor(rig, ~control))
+    floor = _floor(rig, ~control)
+    followers, tips = _followers(rig, body_top, body, floor)
     tips += _spike_tips(rig, body, tips, skin)
-    tips += _sole_tips(rig, body, _floor(rig, ~control), tips)
+    tips += _sole_tips(rig, body, floor, tips)
     work = _with_tips(rig, tips)
     body = np.concatenate([body, np.ones(len(tips), dtype=bool)])
     grounded = np.concatenate([~control, np.ones(len(tips), dtype=bool)])  # a root on the floor counts

@@ -134,9 +134,9 @@ class VideoPipeline:
         confidence (T,J), silhouettes (T,h,w) or None), one keypoint column per rig joint (its head).
         `init`: a starting motion on the rig (same frame count; e.g. the inverse-dynamics model's
         prediction), or several (a gait at the phases of its cycle: the rigid stage keeps the one, and
-        the heading, that explain the evidence best); the rig's standing pose otherwise (its rest where the
-        controllers cannot stand it). `camera`: the video's camera
-        in armature space; estimated when None. `progress(fraction)` is called as the fit goes; an
+        the heading, that explain the evidence best); the rig's standing pose otherwise (its rest where
+        the controllers cannot stand it). `camera`: the video's camera in armature space; estimated when
+        None. `progress(fraction)` is called as the fit goes; an
         exception it raises stops the fit and propagates."""
         started = time.perf_counter()
         config = config or VideoFitConfig()
