@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import bpy
 
+from ..generate import REPORTED
 from ..scene_io.rig import read_rig
 from .common import (
     BackendOptions,
@@ -30,7 +31,7 @@ from .common import (
 
 # The per-variant measures a report carries, of those the operator records.
 VARIANT_KEYS = ("action", "frames", "seed", "foot_skating", "jitter", "penetration", "bone_length_error",
-                "within_bounds", "retrieved")
+                "within_bounds", "retrieved", *REPORTED)
 
 
 @dataclass

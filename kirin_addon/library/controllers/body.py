@@ -236,8 +236,9 @@ def _hang(creature: Creature, limb: Limb, k0: int) -> tuple[np.ndarray, float]:
 
 
 def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, np.ndarray] | None = None,
-              raise_weight: np.ndarray | None = None, bend: float = 0.35) -> None:
-    """Arms hang at the sides and swing fore–aft; an arm in `raise_dir` is lifted towards that direction."""
+              raise_weight: np.ndarray | None = None, bend: float | np.ndarray = 0.35) -> None:
+    """Arms hang at the sides and swing fore–aft, the elbows bent by `bend` (rad; one, or one a frame); an
+    arm in `raise_dir` is lifted towards that direction."""
     rig = poser.rig
     frames = poser.frames
     for n, limb in enumerate(arm_limbs(poser.creature)):
@@ -258,7 +259,7 @@ def pose_arms(poser: Poser, swing: dict[int, np.ndarray], raise_dir: dict[int, n
         if k0 + 2 < len(limb.joints):
             fore, hand = limb.joints[k0 + 1], limb.joints[k0 + 2]
             fore_rest = rig.heads[hand] - rig.heads[fore]
-            bent = quat_rotate(about(X_AXIS, np.full(frames, -max(bend, elbow))), body_dir)
+            bent = quat_rotate(about(X_AXIS, -np.broadcast_to(np.maximum(bend, elbow), (frames,))), body_dir)
             poser.set(fore, aim(q_upper, fore_rest, quat_rotate(parent_q, bent)))
 
 

@@ -362,15 +362,14 @@ def _body_pose(creature: Creature, profile: Profile, mix: _GaitMix, leg_len: flo
 
 
 def _swing_limbs(creature: Creature, legs: list[LegRig], offsets: np.ndarray, mix: _GaitMix,
-                 cycle: np.ndarray) -> Callable[[Poser], None]:
-    """Arms swing against the legs of their side (`offsets`: (L,) phase offsets at the clip's start,
-    `cycle`: the clip frames' cycle angle); wings stay folded."""
+                 clip: Callable[[np.ndarray], np.ndarray]) -> Callable[[Poser], None]:
+    """Arms swing against the legs of their side (`offsets`: (L,) phase offsets at the clip's start),
+    each frame as its gait swings them (a walk's loose arms, a run's bent and pumping: a walk into a run
+    changes both as it changes gait); wings stay folded. `clip` takes the gait's samples to the clip's."""
     arms = arm_limbs(creature)
-    share = mix.live.sum(axis=0) / max(float(mix.live.sum()), 1e-12)  # each segment's share of the clip
-    amplitude = float(sum(w * g.arm_swing for w, g in zip(share, mix.gaits, strict=True)))
-    elbow = float(sum(w * g.elbow for w, g in zip(share, mix.gaits, strict=True)))
-    if not mix.live.sum():
-        amplitude, elbow = mix.gaits[0].arm_swing, mix.gaits[0].elbow
+    amplitude = clip(_per_sample(mix, [g.arm_swing for g in mix.gaits]))
+    elbow = clip(_per_sample(mix, [g.elbow for g in mix.gaits]))
+    cycle = clip(mix.cycle)
 
     def extra(poser: Poser) -> None:
         swing = {}
@@ -384,6 +383,18 @@ def _swing_limbs(creature: Creature, legs: list[LegRig], offsets: np.ndarray, mi
             fold_wings(poser)
 
     return extra
+
+
+def _per_sample(mix: _GaitMix, values: list[float]) -> np.ndarray:
+    """(N,) a gait value each sample, blended across segments as the gaits are; while stopped, the value of
+    the next sample that moves, else of the last (a stop keeps the arms as the gait held them)."""
+    live = mix.live.sum(axis=1)
+    blended = mix.live @ np.asarray(values, dtype=float) / np.maximum(live, 1e-12)
+    moving = np.flatnonzero(live > 1e-9)
+    if not len(moving):
+        return np.full(len(live), float(values[0]))
+    nearest = moving[np.clip(np.searchsorted(moving, np.arange(len(live))), 0, len(moving) - 1)]
+    return blended[nearest]
 
 
 def _rolled(plan: FootPlan, legs: list[LegRig], creature: Creature, mix: _GaitMix) -> FootPlan:
@@ -455,7 +466,7 @@ def locomotion(creature: Creature, segments: list[GaitSegment], fps: float, rng:
     mix = _GaitMix(gaits, weights * (1.0 - stop_mask)[None], 2 * np.pi * schedule.phase,
                    clip(1.0 - weights @ stop_mask), amp)
     pose = _body_pose(creature, profile, mix, leg_len)
-    extra = _swing_limbs(creature, legs, schedule.offsets[pad], mix, clip(mix.cycle))
+    extra = _swing_limbs(creature, legs, schedule.offsets[pad], mix, clip)
 
     plan = _rolled(plan, legs, creature, mix)
     contacts = clip(plan.contacts)
