@@ -80,19 +80,28 @@ def _planted(height: np.ndarray, speed: np.ndarray) -> np.ndarray:
     return low[np.argsort(speed[low], kind="stable")[:PLANTED_FRAMES]]
 
 
+def mapped_feet(pair: RetargetPair) -> list[int]:
+    """The target's mapped joints that are part of a foot: low at rest (within FOOT_HEIGHT of the hip
+    height above the floor), below the joint the root path is scaled by. None of them: no leg follows
+    the source's."""
+    src, tgt, mapped = pair.source, pair.target, pair.mapped
+    anchor = scale_joint(src, tgt, mapped)
+    if anchor is None:
+        return []
+    target_hip = hip_height(tgt, anchor)
+    target_floor = float(tgt.heads[body_joints(tgt), 2].min())
+    return [int(j) for j in np.flatnonzero(mapped >= 0)
+            if tgt.heads[j, 2] - target_floor <= FOOT_HEIGHT * target_hip and j != anchor]
+
+
 def feet_to_ground(pair: RetargetPair, align: np.ndarray) -> tuple[np.ndarray, list[int]]:
     """`align` ((J_target,4), from `rest_alignment`) with the target's feet aligned where the source's
     are planted (module docstring); and the target joints so aligned."""
     src, tgt, mapped = pair.source, pair.target, pair.mapped
-    anchor = scale_joint(src, tgt, mapped)
-    if anchor is None:
-        return align, []
-    source_hip, target_hip = hip_height(src, int(mapped[anchor])), hip_height(tgt, anchor)
-    target_floor = float(tgt.heads[body_joints(tgt), 2].min())
-    feet = [j for j in np.flatnonzero(mapped >= 0)
-            if tgt.heads[j, 2] - target_floor <= FOOT_HEIGHT * target_hip and j != anchor]
+    feet = mapped_feet(pair)
     if not feet or pair.motion.frame_count < 2:
         return align, []
+    source_hip = hip_height(src, int(mapped[scale_joint(src, tgt, mapped)]))
     pose = forward_kinematics(src, pair.motion)
     heads = pose[..., :3, 3]
     floor = float(np.percentile(heads[:, body_joints(src), 2].min(axis=1), FLOOR_PERCENTILE))

@@ -39,8 +39,9 @@ from ..core.rest_pose_cues import body_joints
 from ..core.rig import Rig, posed_rig
 from ..core.rotations import quat_identity
 from ..core.skinning import SkinnedMesh
-from .feet import feet_to_ground, foot_soles, hold_feet, lift_soles
+from .feet import feet_to_ground, foot_soles, hold_feet, lift_soles, mapped_feet
 from .retargeter import (
+    RetargetPair,
     RetargetResult,
     finish,
     ground_pose,
@@ -55,6 +56,9 @@ TALLEST = 0.95  # a standing pose's centre is at least this share of the clip's 
 HUMAN_HEIGHT = 1.7  # metres: what a BVH's unit is guessed from
 # Units a motion file may be in, metres per unit; "CMU" is the CMU database's 0.45 inch.
 UNITS = {"m": 1.0, "dm": 0.1, "cm": 0.01, "mm": 0.001, "in": 0.0254, "ft": 0.3048, "CMU": 0.0254 / 0.45}
+# A clip whose automatic map drives none of the rig's legs and fewer than this share of its bones is not
+# written (`_no_legs_matched`).
+MATCHED_LEAST = 0.25
 UNIT_TOLERANCE = 1.6  # a height this many times off every unit's human height guesses none
 
 
@@ -167,6 +171,9 @@ def retarget_file_motion(conventions: FileConventions, target: Rig, target_frame
     bones alone (no sole is known)."""
     source, motion, frame = conventions.rig, conventions.motion, conventions.frame
     pair = retarget_pair(source, motion, target, mapping, frame, target_frame)
+    matched = int(np.sum(pair.mapped >= 0))
+    if mapping is None and not mapped_feet(pair) and matched < MATCHED_LEAST * target.joint_count:
+        raise ValueError(_no_legs_matched(pair))
     feet: list[int] = []
     if align_rest:
         align, feet = feet_to_ground(pair, rest_alignment(pair.source, pair.target, pair.mapped))
@@ -185,3 +192,16 @@ def retarget_file_motion(conventions: FileConventions, target: Rig, target_frame
     names = target.names
     return FileRetarget(result, conventions, shift / target_frame.scale, [names[j] for j in feet],
                         [names[j] for j in held], [names[j] for j in lifted])
+
+
+def _no_legs_matched(pair: RetargetPair) -> str:
+    """What the user is told where the automatic joint map drives none of the target's legs and little
+    else: the clip would slide a statue about (a mech's walk on a person: 2 of 19 bones, floating at a
+    third of its height and lying on its side). An upper body's clip (a wave) drives no leg either, but
+    its spine, head and arms: it is written."""
+    driven = [pair.target.names[j] for j in np.flatnonzero(pair.mapped >= 0)]
+    listed = ", ".join(driven[:6]) + (", …" if len(driven) > 6 else "") if driven else "none"
+    return (f"No leg of the rig matched a bone of the file's skeleton, and little else ({len(driven)} of "
+            f"{pair.target.joint_count} bones matched: {listed}): its body is too unlike this rig's to "
+            "carry the motion, and nothing was written. Map the legs' bones by hand in the joint map, or "
+            "use a clip of a body like this one.")

@@ -80,18 +80,20 @@ def _root_path(frames: int) -> np.ndarray:
     return np.stack([np.zeros(frames), -np.cumsum(step), height], axis=1)
 
 
-def write_bvh(path, axes: np.ndarray, scale: float, folded: np.ndarray | None = None) -> None:
+def write_bvh(path, axes: np.ndarray, scale: float, folded: np.ndarray | None = None,
+              skeleton: list | None = None) -> None:
     """The walking skeleton as BVH: canonical vectors written as `axes @ v * scale` (file axes, file units).
     `folded`: a rotation (file axes) the zero pose is turned by; the root's rotation turns it back upright
-    in every frame, so only the motion stands."""
+    in every frame, so only the motion stands. `skeleton`: its joints (default SKELETON)."""
+    skeleton = SKELETON if skeleton is None else skeleton
     fold = np.eye(3) if folded is None else folded
     lines, depth = ["HIERARCHY"], 0
-    children = {name: [n for n, p, _ in SKELETON if p == name] for name, _, _ in SKELETON}
+    children = {name: [n for n, p, _ in skeleton if p == name] for name, _, _ in skeleton}
 
     def emit(name: str) -> None:
         nonlocal depth
         pad = "  " * depth
-        offset = dict((n, o) for n, _, o in SKELETON)[name]
+        offset = dict((n, o) for n, _, o in skeleton)[name]
         keyword = "ROOT" if name == "Hips" else "JOINT"
         vec = fold @ axes @ np.array(offset) * scale if name != "Hips" else np.zeros(3)
         values = " ".join(f"{v:.6f}" for v in vec)
@@ -327,3 +329,26 @@ def test_rigid_soles_stay_above_the_floor(tmp_path):
     turned = [forward_kinematics(target, out.result.motion)[:, list(soles), :3, :3]
               for out in (bare, skinned)]
     assert np.allclose(turned[0], turned[1], atol=1e-6)  # the foot turns as it did: lifted, not flattened
+
+
+def test_a_clip_of_a_body_unlike_the_rig_is_refused_with_a_clear_message(tmp_path):
+    """A body without legs or arms (a serpent's spine) onto a person: the automatic map drives no leg and
+    little else, so the clip would slide a statue about; nothing is made, and the message says why."""
+    path = tmp_path / "spine.bvh"
+    write_bvh(path, Y_UP_FACING_Z, 1.0, skeleton=SKELETON[:5])
+    target = build_biped(BipedSpec(naming="rigify", height=1.6))
+    with pytest.raises(ValueError, match="No leg of the rig matched"):
+        retarget_file_motion(_read(path), target, detect_canonical_frame(target))
+
+
+def test_an_upper_body_clip_drives_the_arms_without_the_legs(tmp_path):
+    """An upper body's capture (no legs) drives no leg either, but the spine, head and arms: it is made."""
+    upper = [joint for joint in SKELETON if "Leg" not in joint[0] and "Foot" not in joint[0]
+             and "Toe" not in joint[0]]
+    path = tmp_path / "upper.bvh"
+    write_bvh(path, Y_UP_FACING_Z, 1.0, skeleton=upper)
+    target = build_biped(BipedSpec(naming="rigify", height=1.6))
+    out = retarget_file_motion(_read(path), target, detect_canonical_frame(target))
+    mapped = {name for name, source in out.result.mapping.items() if source}
+    assert {"DEF-upper_arm.L", "DEF-upper_arm.R"} <= mapped
+    assert not any("thigh" in name or "shin" in name for name in mapped)
