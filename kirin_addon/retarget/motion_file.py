@@ -22,6 +22,9 @@ the skeleton is looked at as it moves:
   lies below the source's rest floor, scaled as the root path is, which is scaled by the ratio of hip
   heights, both measured standing (`retarget`). The feet are then laid flat, held where the source's
   are down and kept above the floor (`feet`).
+* **A body unlike the rig's.** Where the automatic joint map drives none of the rig's legs and under
+  MATCHED_LEAST of its bones (a mech's walk on a person), nothing is made: the user is told what matched
+  and to map the legs by hand. An upper body's clip, which drives no leg but the spine and arms, is made.
 
 numpy only.
 """
