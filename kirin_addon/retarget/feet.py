@@ -24,9 +24,9 @@ foot stays put, a heel rolling in or a toe pushing off moves as much as the sour
 in-place game clip's foot goes back under the body as its source's does), from where it stands on
 average over that contact; at the height of its rest above the floor plus the source foot's own rise
 (its heel lifting, scaled). It fades in and out over BLEND frames and keeps its world rotation; every
-other bone is untouched. The height the foot is raised (or lowered) by while down carries on through the
-swing, from one contact's to the next's: faded out, it pulled a rising foot back to the floor of a clip
-that stood too low, and the stance read longer than the source's. Speed does not decide a contact: only
+other bone is untouched. Where the foot is raised while down (the clip stands too low on the target), the
+lift carries on through the swing, from one contact's to the next's: faded out, it pulled a rising foot
+back to the floor, and the stance read longer than the source's. Speed does not decide a contact: only
 the height does, and the foot then does what the source's does (held by speed, only the slowest frames
 of a CMU stance were placed, and the heel strike and toe-off slid with the target's proportions: the
 stance read 25 % shorter).
@@ -189,16 +189,16 @@ def _run_means(contact: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 def _between_runs(contact: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """(T,) the mean of `values` over each contact run, at the run, and from one run's to the next's
-    linearly between them (the first run's before it, the last's after it)."""
+    """(T,) `values` over each contact run, and from the value a run ends with to the one the next begins
+    with linearly between them (the first run's first before it, the last run's last after it)."""
     edges = np.flatnonzero(np.diff(np.concatenate([[0], contact.astype(int), [0]])))
     runs = list(zip(edges[::2], edges[1::2], strict=True))
     if not runs:
         return np.zeros(len(values))
-    out = np.interp(np.arange(len(values)), [(a + b - 1) / 2.0 for a, b in runs],
-                    [values[a:b].mean() for a, b in runs])
+    frames = [f for a, b in runs for f in (a, b - 1)]
+    out = np.interp(np.arange(len(values)), frames, values[frames])
     for a, b in runs:
-        out[a:b] = values[a:b].mean()
+        out[a:b] = values[a:b]
     return out
 
 
@@ -224,10 +224,11 @@ def hold_feet(pair: RetargetPair, pose: TargetPose, feet: list[int]) -> list[int
         goal = positions[:, foot].copy()
         goal[:, :2] = followed + _run_means(contact, positions[:, foot, :2] - followed)
         goal[:, 2] = tgt.heads[foot, 2] + rise
-        # The stance's height correction goes on through the swing (the foot of a clip that stands too
-        # low is lifted all along): faded out at toe-off, it pulled the rising foot back down to the floor
-        # and the stance read longer (a CMU walk on the CMU skeleton: duty 0.59 where the actor's is 0.48).
-        carried = _between_runs(contact, goal[:, 2] - positions[:, foot, 2])
+        # A foot the clip puts too low is lifted through the swing too, from where one contact leaves the
+        # lift to where the next takes it up: faded out at toe-off, the lift pulled the rising foot back
+        # down to the floor, and the stance read longer (a CMU walk on the CMU skeleton: duty 0.59 where
+        # the actor's is 0.48). A foot put too high swings as it is (lowered, its stance read shorter).
+        carried = np.maximum(_between_runs(contact, goal[:, 2] - positions[:, foot, 2]), 0.0)
         base = positions[:, foot].copy()
         base[:, 2] += carried
         goal = base + weight[:, None] * (goal - base)

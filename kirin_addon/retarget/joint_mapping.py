@@ -36,12 +36,13 @@ Score. Every (target t, source s) pair gets a score w(t, s), worth mapping where
 * along: the same with σ = 0.1 on the joint's relative position along its chain (a run of
   joints between branchings, ignoring short side branches such as twist bones), 0 at the first
   joint: it aligns chains split into different numbers of bones.
-* side: +1 same side (by name, else by the sign of x), −1 one centred and one sided; opposite
-  sides are forbidden outright. leaf: −1 when one joint is an end effector and the other is not.
-  hub: +1 for the two hubs, +0.5 for the two main roots where those differ. deform: 1 when one
-  bone deforms and the other does not. under: 1 when one is a root bone under the body (above
-  the hub, lower than a third of its height: a "Root" on the floor) and the other is not, so the
-  hips never follow a floor bone.
+* side: +1 same side (by name; else a joint above named joints of both sides is the centre, and any
+  other takes its parent's side or, under a centred parent, is sided where it steps out sideways from
+  it: `_sides`), −1 one centred and one sided; opposite sides are forbidden outright. leaf: −1 when
+  one joint is an end effector and the other is not. hub: +1 for the two hubs, +0.5 for the two main
+  roots where those differ. deform: 1 when one bone deforms and the other does not. under: 1 when
+  one is a root bone under the body (above the hub, lower than a third of its height: a "Root" on
+  the floor) and the other is not, so the hips never follow a floor bone.
 
 The hub is the first joint below the main root with two major branches; a root bone under the
 body that carries the legs beside the hips leads to its heaviest branch. The path features and
@@ -87,6 +88,7 @@ SIGMA_POSITION = 0.12  # body sizes
 SIGMA_PATH = 0.10  # body sizes
 SIGMA_ALONG = 0.10  # fraction of a chain
 _SIDE_EPS = 0.02  # |x| below this (body sizes) counts as the centre line
+_SIDE_SLOPE = 1.0  # a joint steps out sideways from a centred parent: |Δx| at least this × its step in y, z
 _ALIGN_ROUNDS = 4  # alignments at most, each ruling out the pairs that lost a source joint
 _HUB_BRANCH = 0.3  # a branch this long relative to the longest one makes a joint the hub
 _UNDER = 1 / 3  # a joint above the hub lower than this fraction of its height is a root bone under the body
@@ -237,12 +239,33 @@ def _body_tree(rig: Rig, hub: int, sides: np.ndarray, ancestors: np.ndarray,
 
 
 def _sides(rig: Rig, names: list[JointName]) -> np.ndarray:
-    """+1 left, −1 right, 0 centre: by name, else by geometry (a bone starting on the centre line,
-    CMU's "LHipJoint", is judged by its middle)."""
+    """+1 left, −1 right, 0 centre: by name, else by geometry. A joint above named joints of both sides
+    (a spine bone carrying both arms) is the centre; any other takes its parent's side, and under a
+    centred parent (or at a root) it is sided where it steps out sideways from it, by more than _SIDE_EPS
+    and at least _SIDE_SLOPE of its step up or forward (a bone starting on the centre line, CMU's
+    "LHipJoint", is judged by its middle). From the parent, not from x = 0: a capture's standing frame
+    may lean, and its neck and head, 5 % of its size to one side of the hips, were read as a left neck
+    and head that could not follow the target's."""
     heads, mids = rig.heads, (rig.heads + rig.tails) / 2
-    x = np.where(np.abs(heads[:, 0]) > _SIDE_EPS, heads[:, 0], mids[:, 0])
-    geometric = np.where(np.abs(x) > _SIDE_EPS, np.sign(x), 0).astype(np.int64)
-    return np.array([n.side if n.side else g for n, g in zip(names, geometric, strict=True)], dtype=np.int64)
+    named = np.array([n.side for n in names], dtype=np.int64)
+    below = np.zeros((rig.joint_count, 2), dtype=bool)  # named left / right joints in the subtree
+    for j in rig.topological_order[::-1]:
+        below[j] |= (named[j] > 0, named[j] < 0)
+        if rig.parents[j] >= 0:
+            below[rig.parents[j]] |= below[j]
+    sides = np.zeros(rig.joint_count, dtype=np.int64)
+    for j in rig.topological_order:
+        p = int(rig.parents[j])
+        if named[j] or below[j].all():
+            sides[j] = named[j]
+        elif p >= 0 and sides[p]:
+            sides[j] = sides[p]
+        else:
+            origin = heads[p] if p >= 0 else np.zeros(3)
+            step = heads[j] - origin if abs(heads[j, 0] - origin[0]) > _SIDE_EPS else mids[j] - origin
+            sideways = abs(step[0]) > _SIDE_EPS and abs(step[0]) >= _SIDE_SLOPE * np.hypot(step[1], step[2])
+            sides[j] = int(np.sign(step[0])) if sideways else 0
+    return sides
 
 
 def _ranks(rig: Rig, names: list[JointName], sides: np.ndarray) -> np.ndarray:

@@ -755,3 +755,58 @@ def test_long_arms_and_foot_controls_keep_the_hips_hub(monster_is_source):
              "mixamorig:LeftFoot": "Foot.L", "mixamorig:RightUpLeg": "UpperLeg.R",
              "mixamorig:RightLeg": "LowerLeg.R", "mixamorig:RightFoot": "Foot.R"}
     _assert_maps(mapping, pairs if monster_is_source else {s: t for t, s in pairs.items()})
+
+
+def _leaning(rig: Rig, slope: float) -> Rig:
+    """The rig with its upper body leaning sideways (x shifted by `slope` × height above the hips), as a
+    capture's standing frame may: the neck and head end up well to one side of the hips."""
+    hips = rig.heads[rig.names.index("mixamorig:Hips"), 2]
+
+    def lean(points: np.ndarray) -> np.ndarray:
+        out = points.copy()
+        out[:, 0] += slope * np.maximum(points[:, 2] - hips, 0.0)
+        return out
+
+    heads, tails = lean(rig.heads), lean(rig.tails)
+    spec = {name: (rig.names[p] if p >= 0 else None, heads[j], tails[j])
+            for j, (name, p) in enumerate(zip(rig.names, rig.parents, strict=True))}
+    return build_rig(spec)
+
+
+def test_a_leaning_capture_keeps_its_spine_neck_and_head_in_the_middle():
+    """A standing frame leaning 15° to one side puts the head 8 % of the body's size beside the hips: the
+    spine, neck and head are still the centre line (their side read from the bone they hang from, not from
+    x = 0), and follow the target's own, whatever the names say (the neck and head had been read as left
+    ones and left unmapped, or taken by a shoulder)."""
+    upright = humanoid("mixamo", "A")
+    leaning = _leaning(humanoid("mixamo", "A", torso=0.8, leg=1.1), np.tan(np.radians(15.0)))
+    head = leaning.names.index("mixamorig:Head")
+    assert leaning.heads[head, 0] - leaning.heads[leaning.names.index("mixamorig:Hips"), 0] > 0.05
+    anonymous, rename = _anonymous(leaning, 5)
+    mapping = auto_map_joints(anonymous, upright)
+    for name in ("mixamorig:Spine2", "mixamorig:Neck", "mixamorig:Head", "mixamorig:LeftArm",
+                 "mixamorig:RightArm", "mixamorig:LeftUpLeg", "mixamorig:RightUpLeg"):
+        assert mapping[name] == rename[name], (name, mapping[name])
+
+
+def test_a_leaning_cmu_take_onto_a_monster_maps_its_neck_and_head():
+    """A CMU take whose standing frame leans (001_08: its neck and head 5 % of the body's size beside its
+    hips) onto a Quaternius monster (a short trunk, a big head): the head follows the actor's head, the
+    neck the neck. Read as left joints by their x, the head was left unmapped."""
+    take = ASSETS / "bvh_cmu_subjects_01_07" / "001_08.bvh"
+    monster = ASSETS / "quaternius_monsters" / "big" / "Yeti.glb"
+    if not (take.is_file() and monster.is_file()):
+        pytest.skip("../shared/assets (CMU subjects, Quaternius monsters) is not present")
+    from kirin.kirin_addon.core.canonical import detect_canonical_frame
+    from kirin.kirin_addon.io.files import declared_unit, file_world_matrix, load_motion_file
+    from kirin.kirin_addon.io.gltf import load_gltf
+    from kirin.kirin_addon.retarget.motion_file import read_conventions
+
+    rig, motion, _ = load_motion_file(take)
+    conventions = read_conventions(rig, motion, file_world_matrix(take), unit=declared_unit(take))
+    source = conventions.rig.transformed(conventions.frame.matrix())
+    target = load_gltf(monster).rig
+    target = target.transformed(detect_canonical_frame(target).matrix())
+    mapping = auto_map_joints(source, target)
+    assert mapping["Head"] == "CC_Base_Head"
+    assert mapping["Neck"] in ("CC_Base_NeckTwist01", "CC_Base_NeckTwist02")
