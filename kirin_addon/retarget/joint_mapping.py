@@ -239,13 +239,13 @@ def _body_tree(rig: Rig, hub: int, sides: np.ndarray, ancestors: np.ndarray,
 
 
 def _sides(rig: Rig, names: list[JointName]) -> np.ndarray:
-    """+1 left, −1 right, 0 centre: by name, else by geometry. A joint above named joints of both sides
-    (a spine bone carrying both arms) is the centre; any other takes its parent's side, and under a
-    centred parent (or at a root) it is sided where it steps out sideways from it, by more than _SIDE_EPS
-    and at least _SIDE_SLOPE of its step up or forward (a bone starting on the centre line, CMU's
-    "LHipJoint", is judged by its middle). From the parent, not from x = 0: a capture's standing frame
-    may lean, and its neck and head, 5 % of its size to one side of the hips, were read as a left neck
-    and head that could not follow the target's."""
+    """+1 left, −1 right, 0 centre: by name, else by geometry. A joint above named joints of both sides (a
+    spine bone carrying both arms) is the centre; any other takes its parent's side, and under a centred
+    parent (or at a root) it is sided where it steps out sideways from it by more than _SIDE_EPS, mirrored
+    by a sibling (a pair of legs) or at least _SIDE_SLOPE of its step up or forward (a bone starting on the
+    centre line, CMU's "LHipJoint", is judged by its middle). From the parent, not from x = 0: a capture's
+    standing frame may lean, and its neck and head, 5 % of its size to one side of the hips, were read as a
+    left neck and head that could not follow the target's."""
     heads, mids = rig.heads, (rig.heads + rig.tails) / 2
     named = np.array([n.side for n in names], dtype=np.int64)
     below = np.zeros((rig.joint_count, 2), dtype=bool)  # named left / right joints in the subtree
@@ -253,6 +253,11 @@ def _sides(rig: Rig, names: list[JointName]) -> np.ndarray:
         below[j] |= (named[j] > 0, named[j] < 0)
         if rig.parents[j] >= 0:
             below[rig.parents[j]] |= below[j]
+    def step(j: int, p: int) -> np.ndarray:
+        """Where joint j stands from its parent p (its middle, where it starts on the parent's line)."""
+        origin = heads[p] if p >= 0 else np.zeros(3)
+        return heads[j] - origin if abs(heads[j, 0] - origin[0]) > _SIDE_EPS else mids[j] - origin
+
     sides = np.zeros(rig.joint_count, dtype=np.int64)
     for j in rig.topological_order:
         p = int(rig.parents[j])
@@ -261,11 +266,16 @@ def _sides(rig: Rig, names: list[JointName]) -> np.ndarray:
         elif p >= 0 and sides[p]:
             sides[j] = sides[p]
         else:
-            origin = heads[p] if p >= 0 else np.zeros(3)
-            step = heads[j] - origin if abs(heads[j, 0] - origin[0]) > _SIDE_EPS else mids[j] - origin
-            sideways = abs(step[0]) > _SIDE_EPS and abs(step[0]) >= _SIDE_SLOPE * np.hypot(step[1], step[2])
-            sides[j] = int(np.sign(step[0])) if sideways else 0
+            out = step(j, p)
+            mirrored = p >= 0 and any(_mirror_of(out[0], step(k, p)[0]) for k in rig.children[p] if k != j)
+            sideways = mirrored or abs(out[0]) >= _SIDE_SLOPE * np.hypot(out[1], out[2])
+            sides[j] = int(np.sign(out[0])) if abs(out[0]) > _SIDE_EPS and sideways else 0
     return sides
+
+
+def _mirror_of(a: float, b: float) -> bool:
+    """Whether two sideways steps from one parent mirror each other (a pair of legs or arms)."""
+    return a * b < 0 and min(abs(a), abs(b)) > _SIDE_EPS and abs(a + b) <= 0.5 * max(abs(a), abs(b))
 
 
 def _ranks(rig: Rig, names: list[JointName], sides: np.ndarray) -> np.ndarray:
