@@ -174,11 +174,16 @@ def _weights(contact: np.ndarray) -> np.ndarray:
     return x * x * (3.0 - 2.0 * x)
 
 
+def _contact_runs(contact: np.ndarray) -> list[tuple[int, int]]:
+    """(first, past last) frame of each run of contact."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], contact.astype(int), [0]])))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
 def _run_means(contact: np.ndarray, points: np.ndarray) -> np.ndarray:
     """(T,2) per frame the mean horizontal position of `points` over the contact run nearest to it."""
     out = points[:, :2].copy()
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], contact.astype(int), [0]])))
-    runs = list(zip(edges[::2], edges[1::2], strict=True))
+    runs = _contact_runs(contact)
     if not runs:
         return out
     centres = [points[a:b, :2].mean(axis=0) for a, b in runs]
@@ -191,8 +196,7 @@ def _run_means(contact: np.ndarray, points: np.ndarray) -> np.ndarray:
 def _between_runs(contact: np.ndarray, values: np.ndarray) -> np.ndarray:
     """(T,) `values` over each contact run, and from the value a run ends with to the one the next begins
     with linearly between them (the first run's first before it, the last run's last after it)."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], contact.astype(int), [0]])))
-    runs = list(zip(edges[::2], edges[1::2], strict=True))
+    runs = _contact_runs(contact)
     if not runs:
         return np.zeros(len(values))
     frames = [f for a, b in runs for f in (a, b - 1)]

@@ -253,6 +253,7 @@ def _sides(rig: Rig, names: list[JointName]) -> np.ndarray:
         below[j] |= (named[j] > 0, named[j] < 0)
         if rig.parents[j] >= 0:
             below[rig.parents[j]] |= below[j]
+
     def step(j: int, p: int) -> np.ndarray:
         """Where joint j stands from its parent p (its middle, where it starts on the parent's line)."""
         origin = heads[p] if p >= 0 else np.zeros(3)
