@@ -32,8 +32,11 @@ A game clip that walks in place is played LOOPS times over, and so is its retarg
 per pair and a summary: pairs passing each criterion of N. These are third-party assets: nothing
 converted from them is written to the repository.
 
+`--self` applies each clip to its own file's rig instead (a take onto the skeleton it was captured on):
+what the criteria read where a retarget has nothing to change.
+
 Run: .venv/bin/python benchmarks/bench_motion_files.py [--per-subject N] [--targets CesiumMan Yeti]
-     [--sources 002_01 Robot] [--json out.json] [--assets ../shared/assets]
+     [--sources 002_01 Robot] [--self] [--json out.json] [--assets ../shared/assets]
 """
 
 from __future__ import annotations
@@ -203,11 +206,16 @@ def _tilt(axis: np.ndarray) -> np.ndarray:
 
 def as_target(character: support.Character) -> None:
     """A skeleton without mesh as a target: its floor is its rest's (its own take's floor is the source's,
-    wherever the capture had it)."""
-    if not character.parts:
-        world = object_matrix(character.arm)
-        heads = character.rig.heads @ world[:3, :3].T + world[:3, 3]
-        character.floor = float(heads[:, 2].min())
+    wherever the capture had it), or where the rest lies another way up than world +Z (a Character Creator
+    skeleton's folded zero pose), its take's first frame's, which Apply Motion From File stands on
+    (operators/standing.py)."""
+    if character.parts:
+        return
+    world = object_matrix(character.arm)
+    heads = character.rig.heads @ world[:3, :3].T + world[:3, 3]
+    if support.rest_frame(character.arm, character.rig).up_axis != "+Z":
+        heads = character.reference
+    character.floor = float(heads[:, 2].min())
 
 
 def trunk_joints(character: support.Character) -> tuple[list[int], int]:
@@ -538,6 +546,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--targets", nargs="*", help="substrings of the target rigs' paths")
     parser.add_argument("--sources", nargs="*", help="substrings of the source clips' names")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--self", action="store_true", dest="onto_itself",
+                        help="each clip onto its own file's rig instead of TARGETS: what the criteria read "
+                             "where the retarget has nothing to change")
     return parser.parse_args(argv)
 
 
@@ -557,9 +568,10 @@ def main(argv: list[str] | None = None) -> dict:
         for source in sources:
             support.clear_scene()
             measure_source(source)
-        for path in targets:
+        pairs = [(s.path, [s]) for s in sources] if args.onto_itself else [(t, sources) for t in targets]
+        for path, clips in pairs:
             support.clear_scene()
-            rows += run_target(path, sources)
+            rows += run_target(path, clips)
     finally:
         headless.disable_extension(module)
     info = {**summary(rows), "seconds": round(time.perf_counter() - began, 1),

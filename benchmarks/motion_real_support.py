@@ -29,9 +29,12 @@ from kirin.kirin_addon.core.canonical import CanonicalFrame, detect_canonical_fr
 from kirin.kirin_addon.core.rig import Rig, side_of
 from kirin.kirin_addon.library.captions.clip_names import describe_clip_name
 from kirin.kirin_addon.library.ingest import clip_label, species_from_file
+from kirin.operators.scene_io.action import keyed_channels
 from kirin.operators.scene_io.arrays import object_matrix
 from kirin.operators.scene_io.mesh import evaluated_mesh_vertices, read_vertex_groups
+from kirin.operators.scene_io.pose import read_pose_channels, write_pose_channels
 from kirin.operators.scene_io.rig import evaluated_pose, read_rig
+from kirin.operators.standing import standing_pose
 
 CMU_DESCRIPTIONS = "bvh_cmu_subjects_01_07/cmu_descriptions.csv"
 DEFAULT_FPS = 24  # Blender's
@@ -81,6 +84,14 @@ class Foot:
     sole_joints: list[int] = field(default_factory=list)  # no mesh: the lowest joints
 
 
+# Per armature (by name): the pose a clip plays from (use_action), where the import set channels that no
+# clip keys.
+_BASE_POSE: dict[str, dict[str, np.ndarray]] = {}
+_REST_CHANNELS = {"location": (0.0, 0.0, 0.0), "rotation_quaternion": (1.0, 0.0, 0.0, 0.0),
+                  "rotation_euler": (0.0, 0.0, 0.0), "rotation_axis_angle": (0.0, 0.0, 1.0, 0.0),
+                  "scale": (1.0, 1.0, 1.0)}
+
+
 @dataclass
 class Character:
     """An imported rig file: the armature, its moving mesh parts, rig, frame and feet."""
@@ -96,6 +107,13 @@ class Character:
     body_size: float  # world units
     floor: float  # world height of the lowest rest vertex (joint without mesh)
     reference: np.ndarray  # (J,3) world joints the feet are found in: rest, or a BVH's first frame
+    # The rig as it stands (armature space): its rest, or the pose the import shows where the rest lies
+    # another way up (a glTF bind pose on its side). `rig` stays the rest that actions are read against.
+    standing: Rig | None = None
+
+    def __post_init__(self):
+        if self.standing is None:
+            self.standing = self.rig
 
 
 @dataclass
@@ -114,8 +132,10 @@ class Clip:
 def clear_scene() -> None:
     """Everything imported so far removed (the add-on and its backend stay), and the scene back at
     Blender's default frame rate: a BVH's rate must not carry over to the next file (glTF and FBX clips
-    are imported at the scene's rate, and the jerk is measured per frame)."""
+    are imported at the scene's rate, and the jerk is measured per frame), at frame 1: the pose an import
+    shows is its clip's at the current frame, and a rig whose rest lies another way up stands on it."""
     bpy.context.scene.render.fps, bpy.context.scene.render.fps_base = DEFAULT_FPS, 1.0
+    bpy.context.scene.frame_set(1)
     for collection in (bpy.data.objects, bpy.data.actions, bpy.data.meshes, bpy.data.armatures,
                        bpy.data.materials, bpy.data.cameras, bpy.data.lights, bpy.data.images):
         for item in list(collection):
@@ -159,15 +179,41 @@ def moving_parts(arm: bpy.types.Object) -> list[Part]:
 
 def use_action(arm: bpy.types.Object, action) -> None:
     """`action` the armature's only animation (NLA tracks of the import are gone already), played from
-    the rest pose: channels it does not key would otherwise keep what the clip played before left there
-    (an authored Run keys the Zebra's leg bones' locations, a generated clip does not)."""
-    for bone in arm.pose.bones:
-        bone.location, bone.scale = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
-        bone.rotation_quaternion, bone.rotation_euler = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    the base pose: channels it does not key would otherwise keep what the clip played before left there
+    (an authored Run keys the Zebra's leg bones' locations, a generated clip does not). The base is the
+    rest, except on a rig that stands in the pose its import shows, where channels that no clip of the
+    file keys keep what the import set (the Triceratops' root turns its bind pose, lying on its side,
+    upright; its clips rely on that)."""
+    base = _BASE_POSE.get(arm.name)
+    if base is not None and len(base["scale"]) == len(arm.pose.bones):
+        write_pose_channels(arm, base)
+    else:
+        for bone in arm.pose.bones:
+            bone.location, bone.scale = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+            bone.rotation_quaternion, bone.rotation_euler = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
     anim = arm.animation_data or arm.animation_data_create()
     anim.action = action
     if hasattr(anim, "action_slot") and len(getattr(action, "slots", ())):
         anim.action_slot = action.slots[0]
+
+
+def _remember_base_pose(arm: bpy.types.Object, actions: list | None) -> None:
+    """The armature's base pose (use_action) where the rig stands in the pose its import shows (its rest
+    lies another way up): the pose channels as they are now where no action keys them, the rest where
+    one does (every rotation channel of a bone whose rotation one keys). `actions` None: the rest
+    (elsewhere a channel no clip keys may still hold an offset the import set, which lifts the clips
+    off the rest's floor: the Apatosaurus' root)."""
+    if actions is None:
+        _BASE_POSE.pop(arm.name, None)
+        return
+    channels = read_pose_channels(arm)
+    keyed = set().union(*(keyed_channels(a, arm) for a in actions))
+    turned = {name for name, prop in keyed if prop.startswith("rotation_")}
+    for k, bone in enumerate(arm.pose.bones):
+        for prop, values in channels.items():
+            if (bone.name, prop) in keyed or (prop.startswith("rotation_") and bone.name in turned):
+                values[k] = _REST_CHANNELS[prop]
+    _BASE_POSE[arm.name] = channels
 
 
 def _drop_nla(arm: bpy.types.Object) -> list:
@@ -182,7 +228,9 @@ def _drop_nla(arm: bpy.types.Object) -> list:
     return sorted(bpy.data.actions, key=lambda a: a.name)
 
 
-def _frame(arm: bpy.types.Object, rig: Rig, points: np.ndarray | None) -> CanonicalFrame:
+def rest_frame(arm: bpy.types.Object, rig: Rig, points: np.ndarray | None = None) -> CanonicalFrame:
+    """The canonical frame of `rig` on `arm` (the armature's world matrix; `points`: world vertices at
+    rest, the floor)."""
     world = object_matrix(arm)
     to_arm = np.linalg.inv(world)
     armature_points = None if points is None else points @ to_arm[:3, :3].T + to_arm[:3, 3]
@@ -226,7 +274,8 @@ def _import_bvh(path: Path, import_rig_file) -> bpy.types.Object:
 
 def load_character(path: Path, import_rig_file, strict: bool = True) -> tuple[Character, list]:
     """Import `path` into the (cleared) scene; its character and authored actions. Feet are found in
-    the rest pose, or for a rig without mesh (BVH, whose rest pose may lie flat) in the first frame of
+    the rest pose (in the pose the import shows, where Generate Motion stands on that: a rest lying on
+    its side), or for a rig without mesh (BVH, whose rest pose may lie flat) in the first frame of
     its motion. `strict`: a rig without feet, or not standing up world +Z, is Unmeasurable (the smoke
     over every rig file takes them as they are: a fish has no feet)."""
     bvh = path.suffix.lower() == ".bvh"
@@ -237,23 +286,28 @@ def load_character(path: Path, import_rig_file, strict: bool = True) -> tuple[Ch
         arm = _import(path, import_rig_file)
     rig = read_rig(arm)
     parts = moving_parts(arm)
-    rest = rest_vertices(arm, parts)
-    points = np.concatenate(list(rest.values())) if rest else None
-    frame = _frame(arm, rig, points)
-    if frame.up_axis != "+Z" and not bvh and strict:
-        raise Unmeasurable(f"up is {frame.up_axis}, not world +Z")
     first = arm.animation_data.action if arm.animation_data else None
     actions = _drop_nla(arm)
+    rest = rest_vertices(arm, parts)
+    standing = None if bvh else standing_pose(arm, rig)  # as Generate Motion stands it (operators/standing)
+    if standing is not None:  # the pose the import shows stands, the rest lies another way up
+        rest = {p.obj.name: part_vertices(p, arm) for p in parts}
+    standing = rig if standing is None else standing.rig
+    points = np.concatenate(list(rest.values())) if rest else None
+    frame = rest_frame(arm, standing, points)
+    if frame.up_axis != "+Z" and not bvh and strict:
+        raise Unmeasurable(f"up is {frame.up_axis}, not world +Z")
+    _remember_base_pose(arm, actions if standing is not rig else None)
     world = object_matrix(arm)
     scale = float(np.cbrt(abs(np.linalg.det(world[:3, :3]))))
     if parts:
-        reference = rig.heads @ world[:3, :3].T + world[:3, 3]
+        reference = standing.heads @ world[:3, :3].T + world[:3, 3]
     else:
         reference = _posed_heads(arm, rig, first or actions[0])
     floor = float(points[:, 2].min()) if points is not None else float(reference[:, 2].min())
     species = "person" if bvh else species_from_file(path)
     character = Character(path, arm, parts, rig, frame, [], species, "", scale / frame.scale, floor,
-                          reference)
+                          reference, standing)
     character.feet = find_feet(character, rest)
     if not character.feet and strict:
         raise Unmeasurable("no feet found (no chain end reaches the ground at rest)")
@@ -368,7 +422,7 @@ def _candidates(character: Character, rest: dict[str, np.ndarray]) -> list[int]:
 
 def _sort_feet(character: Character, candidates: list[int]) -> list[Foot]:
     """Candidates grouped by side (canonical x) and end (forward = canonical −y)."""
-    canonical = character.rig.transformed(character.frame.matrix())
+    canonical = character.standing.transformed(character.frame.matrix())
     lows = np.array([np.minimum(canonical.heads[j], canonical.tails[j]) for j in candidates]).reshape(-1, 3)
     x, ahead = lows[:, 0], -lows[:, 1]
     split = np.ptp(ahead) > 0.25 if len(candidates) > 2 else False

@@ -153,7 +153,7 @@ def authored_clip(actions: list, prompt: str, every: bool = False):
 def arm_pair(character: support.Character) -> LimbPair | None:
     """The rig's arms or wings (rig_roles' arms: a biped's or a two-legged bird's), where it has both."""
     try:
-        roles = detect_roles(character.rig.transformed(character.frame.matrix()))
+        roles = detect_roles(character.standing.transformed(character.frame.matrix()))
     except RoleError:
         return None
     arms = [[j for j in arm if j < character.rig.joint_count] for arm in roles.arms]
@@ -225,7 +225,7 @@ def pose_floor(character: support.Character, actions: list, frame: int | None) -
     world = object_matrix(character.arm)
     take = next((a for a in actions if not a.name.startswith("Kirin:")), None)
     if frame is None or take is None:
-        heads = character.rig.heads
+        heads = character.standing.heads
     else:
         support.use_action(character.arm, take)
         bpy.context.scene.frame_set(frame)
@@ -270,7 +270,7 @@ def held_out(character: support.Character, actions: list, joints: np.ndarray,
     if not len(authored) and pair.name == "arms" and asks_for_legs(prompt):
         authored = WALKING_ARMS
     angles = spread_angles(joints, pair)
-    rest = spread_angles(character.rig.heads[None], pair)[0]
+    rest = spread_angles(character.standing.heads[None], pair)[0]
     read = {"limbs": pair.name, "held": [round(float(a), 1) for a in np.median(angles, axis=0)],
             "rest": [round(float(a), 1) for a in rest], "own": "same locomotion" if own else "every clip"}
     if not len(authored):

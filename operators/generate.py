@@ -23,16 +23,14 @@ from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 
 from ..kirin_addon.backend.client import BackendClient
 from ..kirin_addon.backend.results import GenerationResult
-from ..kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_transforms, pin_frames
-from ..kirin_addon.core.rig import Rig
-from ..kirin_addon.generate.reference_pose import posed_rig, sample_frames, standing_score
+from ..kirin_addon.core.motion import Motion, pin_frames
 from ..kirin_addon.generate.request import MAX_FRAMES, GenerateRequest, GenerateRequestError
 from . import nla, scene_io
 from .backend_task import BackendOperator, BackendTask, Written, start_task
-from .common import NAME_LIMIT, CharacterInput, NeedsArmature, connect, target_frame
+from .common import NAME_LIMIT, CharacterInput, NeedsArmature, connect
 from .scene_change import SceneChange, show_frames
 from .scene_io.action import action_key_frames, keyed_locations, read_action, write_action
-from .scene_io.rig import evaluated_pose
+from .standing import StandingPose, standing_pose
 
 # What a variant's report (the pipeline's) says that the operator's report passes on: the path that made
 # it, the tempo asked, the rig's build, and why it was made the other way where the first was broken.
@@ -64,9 +62,10 @@ class GenerateInput(CharacterInput):
     frame_start: int = 1
     keep_armature: Motion | None = None  # the keys as read (armature space)
     warnings: list[str] = field(default_factory=list)
-    # The rig posed as the scene shows it, when its rest pose does not stand (a BVH's folded zero
-    # pose): the motion is generated for it and brought back onto the real rest (armature space).
-    reference_rig: Rig | None = None
+    # The rig posed as the scene shows it standing, when its rest pose lies another way up (a BVH's
+    # folded zero pose, a glTF's bind pose on its side): the motion is generated for it and brought
+    # back onto the real rest.
+    standing: StandingPose | None = None
 
 
 def check_image(path: str) -> str:
@@ -115,42 +114,20 @@ def read_request(context, settings: GenerateSettings) -> GenerateInput:
 
 
 def _stand_on_the_pose(request: GenerateInput) -> None:
-    """Generate from a pose of the animation when the rest pose lies another way up than it (a CMU BVH's
-    zero pose has its feet above its head; kirin_addon/generate/reference_pose.py): the frame that
-    stands best, its feet side by side. The scene's frame is put back; the mesh is left out (it is
-    bound to the rest)."""
+    """Generate from the pose the scene shows standing where the rest pose lies another way up
+    (operators/standing.py); the skin is posed with the bones, so that it still meets the floor."""
     arm = bpy.data.objects[request.armature]
-    anim = arm.animation_data
-    if anim is None or anim.action is None:
+    standing = standing_pose(arm, request.rig)
+    if standing is None:
         return
-    scene = bpy.context.scene
-    current = scene.frame_current
-    rest_frame = target_frame(arm, request.rig)
-    start, end = (int(round(v)) for v in anim.action.frame_range)
-    best = None
-    try:
-        for frame in sample_frames(start, end):
-            scene.frame_set(frame)
-            posed = posed_rig(request.rig, evaluated_pose(arm, request.rig))
-            posed_frame = target_frame(arm, posed)
-            if posed_frame.up_axis == rest_frame.up_axis:
-                return  # the animation stands the way the rest does: nothing to fix
-            score = standing_score(posed.transformed(posed_frame.matrix()))
-            if score is not None and (best is None or score < best[0]):
-                best = (score, frame, posed, posed_frame)
-    finally:
-        scene.frame_set(current)
-    if best is None:
-        return
-    _, frame, posed, posed_frame = best
-    request.reference_rig = posed
-    request.to_canonical = posed_frame.matrix()
-    request.canonical_rig = posed.transformed(request.to_canonical)
-    request.mesh = None
-    request.warnings.append(
-        f"The rest pose of '{arm.name}' lies {rest_frame.up_axis} up where its animation stands "
-        f"{posed_frame.up_axis} up: the motion was generated from its pose at frame {frame}."
-    )
+    back = np.linalg.inv(request.to_canonical)
+    request.standing = standing
+    request.to_canonical = standing.frame.matrix()
+    request.canonical_rig = standing.rig.transformed(request.to_canonical)
+    if request.mesh is not None:
+        posed = standing.skin(request.rig, request.mesh.transformed(back))
+        request.mesh = posed.transformed(request.to_canonical)
+    request.warnings.append(standing.warning(arm.name))
 
 
 def _read_keys(request: GenerateInput) -> None:
@@ -193,26 +170,14 @@ class GenerationTask(BackendTask):
         back = np.linalg.inv(self.request.to_canonical)
         out = [v.motion.transformed(back) for v in result.variants]
         request = self.request
-        if request.reference_rig is not None:  # made for the posed rig: the same world poses on the rest
-            out = [_onto_rest(request.reference_rig, request.rig, motion) for motion in out]
+        if request.standing is not None:  # made for the posed rig: the same world poses on the rest
+            out = [request.standing.onto_rest(request.rig, motion) for motion in out]
         if request.keep_armature is not None:
             self.key_corrections = []
             for k, motion in enumerate(out):
                 out[k], change = pin_frames(motion, request.keep_armature, request.generation.keep_frames)
                 self.key_corrections.append(change)
         return out
-
-
-def _onto_rest(reference: Rig, rig: Rig, motion: Motion) -> Motion:
-    """A motion of `reference` (the same bones in another rest pose) as the motion of `rig` with the
-    same armature-space poses."""
-    world = forward_kinematics(reference, motion)
-    moved = motion_from_world_transforms(rig, world, motion.fps, tolerance=1e-6)
-    if moved.translations is not None:  # a connected bone cannot leave its parent: that is rounding
-        translations = moved.translations.copy()
-        translations[:, rig.connected] = 0.0
-        moved = Motion(moved.fps, moved.root_positions, moved.rotations, translations)
-    return moved
 
 
 # ----------------------------------------------------------------------------- writing

@@ -13,12 +13,18 @@ from bpy.props import BoolProperty, StringProperty
 from ..kirin_addon.core.rig import Rig
 from ..kirin_addon.io.files import declared_unit, file_world_matrix, load_motion_file
 from ..kirin_addon.retarget.joint_mapping import auto_map_joints
-from ..kirin_addon.retarget.motion_file import FileConventions, read_conventions, retarget_file_motion
+from ..kirin_addon.retarget.motion_file import (
+    FileConventions,
+    FileRetarget,
+    read_conventions,
+    retarget_file_motion,
+)
 from .common import NeedsArmature, target_frame
 from .scene_change import SceneChange, write_failure
 from .scene_io.action import keyed_locations, write_action
 from .scene_io.mesh import read_armature_skin
 from .scene_io.rig import armature_from_context, check_object_scale, read_rig
+from .standing import standing_pose
 
 
 def stored_mapping(arm: bpy.types.Object, source_path: str, source_rig, rig) -> dict | None:
@@ -81,8 +87,10 @@ class KIRIN_OT_map_joints(NeedsArmature, bpy.types.Operator):
             rig = read_rig(arm)
             source_rig, motion, _ = load_motion_file(bpy.path.abspath(path), context.scene.kirin.clip or None)
             conventions = file_conventions(path, source_rig, motion)
-            mapping = auto_map_joints(conventions.rig.transformed(conventions.frame.matrix()),
-                                      rig.transformed(target_frame(arm, rig).matrix()))
+            standing = standing_pose(arm, rig)
+            target = (rig.transformed(target_frame(arm, rig).matrix()) if standing is None
+                      else standing.rig.transformed(standing.frame.matrix()))
+            mapping = auto_map_joints(conventions.rig.transformed(conventions.frame.matrix()), target)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -90,6 +98,25 @@ class KIRIN_OT_map_joints(NeedsArmature, bpy.types.Operator):
         mapped = sum(v is not None for v in mapping.values())
         self.report({"INFO"}, f"Mapped {mapped} of {len(mapping)} bones to '{os.path.basename(path)}'")
         return {"FINISHED"}
+
+
+def _retarget_onto_the_scene(context, arm: bpy.types.Object, rig: Rig, conventions: FileConventions,
+                             mapping: dict | None, align_rest: bool) -> FileRetarget:
+    """The file's clip retargeted onto the armature as the scene shows it standing: onto its rest, or
+    where that lies another way up (a BVH's folded zero pose), onto the pose it stands in and brought
+    back onto the rest (operators/standing.py)."""
+    skin = read_armature_skin(context, arm, rig)
+    standing = standing_pose(arm, rig)
+    if standing is None:
+        return retarget_file_motion(conventions, rig, target_frame(arm, rig), mapping=mapping,
+                                    align_rest=align_rest, skin=skin)
+    retargeted = retarget_file_motion(conventions, standing.rig, standing.frame, mapping=mapping,
+                                      align_rest=align_rest,
+                                      skin=None if skin is None else standing.skin(rig, skin))
+    result = retargeted.result
+    result.motion = standing.onto_rest(rig, result.motion)
+    result.warnings.append(standing.warning(arm.name))
+    return retargeted
 
 
 class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
@@ -135,9 +162,7 @@ class KIRIN_OT_apply_motion_file(NeedsArmature, bpy.types.Operator):
                 motion = motion.resampled(scene.render.fps / scene.render.fps_base)
             conventions = file_conventions(path, source_rig, motion)
             mapping = stored_mapping(arm, self.filepath or scene.kirin.motion_file, source_rig, rig)
-            retargeted = retarget_file_motion(conventions, rig, target_frame(arm, rig), mapping=mapping,
-                                              align_rest=self.align_rest,
-                                              skin=read_armature_skin(context, arm, rig))
+            retargeted = _retarget_onto_the_scene(context, arm, rig, conventions, mapping, self.align_rest)
             result = retargeted.result
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))

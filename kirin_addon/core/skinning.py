@@ -46,6 +46,12 @@ class SkinnedMesh:
         """(V,) bool: the vertices some joint moves."""
         return self.joint_weights.sum(axis=1) > 0
 
+    def transformed(self, matrix: np.ndarray) -> SkinnedMesh:
+        """The same skin with its vertices moved by an affine `matrix` (4,4) (into another frame)."""
+        matrix = np.asarray(matrix, dtype=np.float64)
+        return SkinnedMesh(self.vertices @ matrix[:3, :3].T + matrix[:3, 3], self.triangles,
+                           self.joint_indices, self.joint_weights)
+
 
 def save_mesh(path: str | os.PathLike, mesh: SkinnedMesh) -> None:
     """Write a skinned mesh as a compressed .npz of plain arrays (loads without pickle)."""

@@ -99,8 +99,7 @@ def read_armature_skin(context, arm_obj: bpy.types.Object, rig: Rig,
     mesh = parts[0] if len(parts) == 1 else _joined(parts)
     if matrix is None:
         return mesh
-    return SkinnedMesh(mesh.vertices @ matrix[:3, :3].T + matrix[:3, 3], mesh.triangles, mesh.joint_indices,
-                       mesh.joint_weights)
+    return mesh.transformed(matrix)
 
 
 def read_bone_carried_mesh(mesh_obj: bpy.types.Object, arm_obj: bpy.types.Object, rig: Rig) -> SkinnedMesh:

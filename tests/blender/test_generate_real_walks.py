@@ -2,7 +2,8 @@
 and on the Donkey meets the duty, frequency and left/right bounds of its own authored Walk, measured on
 the deformed mesh; the Husky's paws hang under IK control bones beside the body, and they step on the
 ground (planted at the floor, lifted in swing); a CMU take, whose rest pose lies folded, walks on its
-own floor from the pose its animation stands in, and the user is told."""
+own floor from the pose its animation stands in, and the user is told; so does a glTF whose bind pose
+lies on its side, from the pose its import shows."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ HUSKY = asset_files("quaternius/animals_pack/Husky.glb")
 DONKEY = asset_files("quaternius/animals_pack/Donkey.glb")
 CMU_WALK = asset_files("bvh_cmu_subjects_01_07/007_03.bvh")
 T_POSED = asset_files("quaternius/modular_men/Adventurer.glb")  # arms straight out at rest, no clips
+# Its bind pose (Blender's rest) lies on its side; the import's pose stands it up.
+SIDEWAYS_REST = asset_files("quaternius/dinosaurs_pack/Triceratops.glb")
 pytestmark = [
     pytest.mark.skipif(not HUSKY or not DONKEY, reason="../shared/assets is not present"),
     pytest.mark.skipif(not HAS_BACKEND, reason=NO_BACKEND),
@@ -83,6 +86,26 @@ def test_a_folded_bvh_rest_walks_from_the_pose_its_animation_stands_in(blender):
     assert np.all(tracks.body[:, 2] - tracks.soles[:, :, 2].max(axis=0) > 0.3 * person.body_size)
     assert abs(float(tracks.soles[:, :, 2].min()) - person.floor) < 0.03 * person.body_size
     assert 0.4 <= measured.duty <= 0.65 and measured.contralateral <= -0.5
+
+
+@pytest.mark.skipif(not SIDEWAYS_REST, reason="the Quaternius dinosaurs are not present")
+def test_a_rest_lying_on_its_side_walks_from_the_pose_the_scene_shows(blender):
+    bench = load_benchmark("bench_motion_real")
+    support = bench.support
+    trike, _ = support.load_character(SIDEWAYS_REST[0], bench.headless.import_rig_file)
+    assert support.rest_frame(trike.arm, trike.rig).up_axis != "+Z"  # the rest lies another way up
+    assert trike.arm.animation_data is None or trike.arm.animation_data.action is None
+    options = bench.Options(frames=96, seed=0, filmstrips=None)
+    made, run = bench.generate(trike, "A triceratops walks forward.", options)
+    assert any("current pose" in w for w in run["warnings"])
+    measured, tracks = bench.measure(trike, made, list(range(1, 97)))
+    size = trike.body_size
+    # Upright on the floor the scene showed: feet down on it, the body well above them, travelling level.
+    assert abs(float(tracks.soles[:, :, 2].min()) - trike.floor) < 0.03 * size
+    assert np.all(tracks.body[:, 2] - tracks.soles[:, :, 2].max(axis=0) > 0.1 * size)
+    travel = tracks.body[-1] - tracks.body[0]
+    assert np.linalg.norm(travel[:2]) > 0.5 * size and abs(travel[2]) < 0.05 * size
+    assert 0.35 <= measured.duty <= 0.75 and measured.contralateral <= -0.5
 
 
 def _abduction(heads: np.ndarray, arms: list[tuple[int, int]], up: np.ndarray) -> list[float]:

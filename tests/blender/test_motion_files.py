@@ -93,3 +93,41 @@ def test_a_y_up_bvh_stands_on_the_floor_not_above_it(blender):
     assert abs(np.percentile(gap, 5)) < 0.02, np.percentile(gap, [0, 5, 50])
     assert np.median(gap) < 0.1  # mostly standing, walking or crouching: near the floor
     assert np.percentile(_tilt(track), 50) < 25.0
+
+
+CC_TAKE, CC_WALK = (ASSETS / "bvh_cmu_subjects_01_07" / name for name in ("002_01.bvh", "007_03.bvh"))
+
+
+@pytest.mark.skipif(not (CC_TAKE.is_file() and CC_WALK.is_file()), reason="needs the CMU takes")
+def test_a_walk_onto_a_skeleton_whose_rest_lies_folded_stands_where_its_own_take_does(blender):
+    """The target is a Character Creator skeleton as Blender imports its BVH: the zero pose folded (lying
+    along +Y), its own take standing up +Z. The clip is made for the pose its take stands in and written
+    onto the rest, and the user is told. On main the walk lay 122° over, 40 % of its height above the
+    take's floor."""
+    bpy.ops.import_anim.bvh(filepath=str(CC_TAKE), axis_up="Y", axis_forward="-Z", use_fps_scale=True)
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    activate(arm)
+    scene = bpy.context.scene
+    names = [bone.name for bone in arm.pose.bones]
+    hip, head = names.index("CC_Base_Hip"), names.index("CC_Base_Head")
+
+    def heads() -> np.ndarray:
+        return _world(arm, np.array([bone.head for bone in arm.pose.bones]))
+
+    scene.frame_set(1)
+    floor, height = float(heads()[:, 2].min()), float(np.ptp(heads()[:, 2]))  # its take's T-pose
+    report = reported(bpy.ops.kirin.apply_motion_file, filepath=str(CC_WALK))
+    assert any("rest pose" in w and "frame" in w for w in report["warnings"])
+    tilt, lowest, hips = [], [], []
+    for frame in range(scene.frame_start, scene.frame_end + 1, 3):
+        scene.frame_set(frame)
+        points = heads()
+        trunk = points[head] - points[hip]
+        tilt.append(np.degrees(np.arccos(trunk[2] / np.linalg.norm(trunk))))
+        lowest.append((points[:, 2].min() - floor) / height)
+        hips.append(points[hip])
+    hips = np.array(hips)
+    assert np.percentile(tilt, 95) < 25.0, tilt  # upright
+    assert abs(np.percentile(lowest, 5)) < 0.03 and np.median(lowest) < 0.05, lowest  # on its take's floor
+    assert np.linalg.norm(hips[-1, :2] - hips[0, :2]) > 0.5 * height  # it walks…
+    assert np.ptp(hips[:, 2]) < 0.1 * height  # …horizontally

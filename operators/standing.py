@@ -1,0 +1,98 @@
+"""The pose a rig stands in when its rest pose lies another way up than the scene shows it.
+
+A CMU BVH's zero pose is folded (its feet above its head); its take stands. A glTF whose bind pose lies
+on its side (Quaternius' Triceratops) is stood up by its nodes' pose, which the import leaves on the
+bones. Motion is then made or retargeted for the rig posed as the scene shows it standing, and brought
+back onto the real rest: the same armature-space poses (kirin_addon/generate/reference_pose.py). The
+operators that write motion for the selected rig (Generate Motion, Apply Motion From File) stand on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import bpy
+
+from ..kirin_addon.core.canonical import CanonicalFrame
+from ..kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_transforms
+from ..kirin_addon.core.rig import Rig
+from ..kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices
+from ..kirin_addon.generate.reference_pose import posed_rig, sample_frames, standing_score
+from .common import target_frame
+from .scene_io.rig import evaluated_pose
+
+# Blender's scene is +Z up: a pose the scene shows standing stands along it.
+WORLD_UP = "+Z"
+
+
+@dataclass
+class StandingPose:
+    """The rig posed as the scene shows it standing (armature space), used as the rest motion is made for."""
+
+    rig: Rig
+    frame: CanonicalFrame  # its canonical frame
+    rest_up: str  # the world axis the real rest stands along
+    scene_frame: int | None  # the animation's frame it was read at; None: the current pose
+
+    def warning(self, armature: str) -> str:
+        shown, where = (("its current pose", "its current pose") if self.scene_frame is None
+                        else ("its animation", f"its pose at frame {self.scene_frame}"))
+        return (f"The rest pose of '{armature}' lies {self.rest_up} up where {shown} stands "
+                f"{self.frame.up_axis} up: the motion was made from {where}.")
+
+    def skin(self, rest: Rig, mesh: SkinnedMesh) -> SkinnedMesh:
+        """The skin bound to `rest` (armature space) deformed into this pose: bound to it as its rest."""
+        vertices = linear_blend_skinning(mesh.vertices, mesh.joint_indices, mesh.joint_weights,
+                                         skin_matrices(rest.rest, self.rig.rest))
+        return SkinnedMesh(vertices, mesh.triangles, mesh.joint_indices, mesh.joint_weights)
+
+    def onto_rest(self, rest: Rig, motion: Motion) -> Motion:
+        """A motion made for this pose as the motion of `rest` with the same armature-space poses."""
+        world = forward_kinematics(self.rig, motion)
+        moved = motion_from_world_transforms(rest, world, motion.fps, tolerance=1e-6)
+        if moved.translations is not None:  # a connected bone cannot leave its parent: that is rounding
+            translations = moved.translations.copy()
+            translations[:, rest.connected] = 0.0
+            moved = Motion(moved.fps, moved.root_positions, moved.rotations, translations)
+        return moved
+
+
+def standing_pose(arm: bpy.types.Object, rig: Rig) -> StandingPose | None:
+    """The pose that stands best up the scene's +Z where the rest lies another way up: with an action, its
+    sampled frame that stands best (the feet side by side); without one, the current pose. None where the
+    rest stands up +Z, where the animation stands as the rest does, or where no pose stands up +Z on legs
+    that pair up (a death clip's frames lie on their side: they are not the pose to move from). The
+    scene's frame is put back."""
+    rest_up = target_frame(arm, rig).up_axis
+    if rest_up == WORLD_UP:
+        return None
+    anim = arm.animation_data
+    if anim is None or anim.action is None:
+        posed, frame, _ = _read_pose(arm, rig)
+        if frame.up_axis != WORLD_UP or standing_score(posed.transformed(frame.matrix())) is None:
+            return None
+        return StandingPose(posed, frame, rest_up, None)
+    scene = bpy.context.scene
+    current = scene.frame_current
+    start, end = (int(round(v)) for v in anim.action.frame_range)
+    best = None
+    try:
+        for number in sample_frames(start, end):
+            scene.frame_set(number)
+            posed, frame, score = _read_pose(arm, rig)
+            if frame.up_axis == rest_up:
+                return None  # the animation stands the way the rest does: nothing to fix
+            if frame.up_axis == WORLD_UP and score is not None and (best is None or score < best[0]):
+                best = (score, StandingPose(posed, frame, rest_up, number))
+    finally:
+        scene.frame_set(current)
+    return None if best is None else best[1]
+
+
+def _read_pose(arm: bpy.types.Object, rig: Rig) -> tuple[Rig, CanonicalFrame, float | None]:
+    """The evaluated pose as a rig, its canonical frame and how far it is from standing (None: its legs
+    cannot be found or do not pair up)."""
+    posed = posed_rig(rig, evaluated_pose(arm, rig))
+    frame = target_frame(arm, posed)
+    return posed, frame, standing_score(posed.transformed(frame.matrix()))
+
