@@ -12,13 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import bpy
+import numpy as np
 
 from ..kirin_addon.core.canonical import CanonicalFrame
 from ..kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_transforms
-from ..kirin_addon.core.rig import Rig
+from ..kirin_addon.core.rig import Rig, posed_rig
 from ..kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices
-from ..kirin_addon.generate.reference_pose import posed_rig, sample_frames, standing_score
+from ..kirin_addon.core.standing import choose_standing_pose, sampled_frames
+from ..kirin_addon.generate.reference_pose import standing_score
 from .common import target_frame
+from .scene_io.arrays import object_matrix
 from .scene_io.rig import evaluated_pose
 
 # Blender's scene is +Z up: a pose the scene shows standing stands along it.
@@ -58,41 +61,44 @@ class StandingPose:
 
 
 def standing_pose(arm: bpy.types.Object, rig: Rig) -> StandingPose | None:
-    """The pose that stands best up the scene's +Z where the rest lies another way up: with an action, its
-    sampled frame that stands best (the feet side by side); without one, the current pose. None where the
-    rest stands up +Z, where the animation stands as the rest does, or where no pose stands up +Z on legs
-    that pair up (a death clip's frames lie on their side: they are not the pose to move from). The
-    scene's frame is put back."""
+    """The pose to move from where the rest lies another way up than the scene's +Z: with an action, its
+    sampled pose that stands up the scene's +Z, of the tallest the one with its feet most nearly side by
+    side (kirin_addon/core/standing.py, which reads a motion file's skeleton too); without one, the
+    current pose where it stands up +Z. The pose must stand on legs that pair up. None where the user
+    set the rig's Up, where the rest stands up +Z or as most of the animation does (a moment lying down
+    is not that), or where no pose qualifies (a death clip lies on its side: not the pose to walk
+    from). The scene's frame is put back."""
+    if arm.kirin.up_axis != "AUTO":
+        return None
     rest_up = target_frame(arm, rig).up_axis
     if rest_up == WORLD_UP:
         return None
     anim = arm.animation_data
     if anim is None or anim.action is None:
-        posed, frame, _ = _read_pose(arm, rig)
-        if frame.up_axis != WORLD_UP or standing_score(posed.transformed(frame.matrix())) is None:
-            return None
-        return StandingPose(posed, frame, rest_up, None)
+        poses, frames = [evaluated_pose(arm, rig)], [None]
+    else:
+        frames = sampled_frames(*(int(round(v)) for v in anim.action.frame_range))
+        poses = _poses_at(arm, rig, frames)
+    choice = choose_standing_pose(rig, np.array(poses), object_matrix(arm), up=WORLD_UP,
+                                  stance=standing_score)
+    if choice.sample is None:
+        return None
+    posed = posed_rig(rig, poses[choice.sample])
+    frame = target_frame(arm, posed)
+    if frame.up_axis != WORLD_UP or standing_score(posed.transformed(frame.matrix())) is None:
+        return None
+    return StandingPose(posed, frame, rest_up, frames[choice.sample])
+
+
+def _poses_at(arm: bpy.types.Object, rig: Rig, frames: list[int]) -> list[np.ndarray]:
+    """The evaluated pose (J,4,4) at each scene frame; the scene's frame is put back."""
     scene = bpy.context.scene
     current = scene.frame_current
-    start, end = (int(round(v)) for v in anim.action.frame_range)
-    best = None
+    poses = []
     try:
-        for number in sample_frames(start, end):
+        for number in frames:
             scene.frame_set(number)
-            posed, frame, score = _read_pose(arm, rig)
-            if frame.up_axis == rest_up:
-                return None  # the animation stands the way the rest does: nothing to fix
-            if frame.up_axis == WORLD_UP and score is not None and (best is None or score < best[0]):
-                best = (score, StandingPose(posed, frame, rest_up, number))
+            poses.append(evaluated_pose(arm, rig))
     finally:
         scene.frame_set(current)
-    return None if best is None else best[1]
-
-
-def _read_pose(arm: bpy.types.Object, rig: Rig) -> tuple[Rig, CanonicalFrame, float | None]:
-    """The evaluated pose as a rig, its canonical frame and how far it is from standing (None: its legs
-    cannot be found or do not pair up)."""
-    posed = posed_rig(rig, evaluated_pose(arm, rig))
-    frame = target_frame(arm, posed)
-    return posed, frame, standing_score(posed.transformed(frame.matrix()))
-
+    return poses

@@ -1,16 +1,16 @@
 """A pose to generate from when a rig's rest pose does not stand.
 
 A CMU BVH's zero pose is folded (thighs along +Y, the feet above the head): in it no leg reaches the
-floor. Its animation does stand, and its opening frame is a T-pose with the feet side by side. The
-motion is then made for the rig posed as in the frame that stands best, and written back onto the real
-rest (the same armature-space poses). numpy only.
+floor. Its animation does stand (which pose: core/standing.py). The motion is then made for the rig
+posed so, and written back onto the real rest (the same armature-space poses). `standing_score` says
+whether a pose stands on legs that pair up. numpy only.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.rig import Rig, posed_rig  # noqa: F401 — posed_rig: the operator's import
+from ..core.rig import Rig
 from .rig_roles import RoleError, detect_roles
 
 
@@ -26,9 +26,3 @@ def standing_score(canonical: Rig) -> float | None:
     if len(feet) < 2 or len(feet) % 2:
         return None
     return float(np.ptp(feet[:, 2]) + np.ptp(feet[:, 1]) / max(len(feet) // 2, 1))
-
-
-def sample_frames(start: int, end: int, count: int = 24) -> list[int]:
-    """The frames to try: the first few (a take's opening T-pose) and `count` spread over the range."""
-    spread = np.linspace(start, end, count).round().astype(int).tolist()
-    return sorted(set(range(start, min(start + 4, end + 1))) | set(spread))

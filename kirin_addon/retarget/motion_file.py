@@ -10,8 +10,9 @@ the skeleton is looked at as it moves:
   on the ground, hanging legs, foot and side names, the head over the feet) are read on the rest pose
   and on poses sampled over the clip; the up axis is the one most poses stand along. A rest that
   stands along it (a T- or A-pose) is the source's rest; one that does not (a folded zero pose) is
-  replaced by the sampled pose that stands best (`core.rig.posed_rig`: the same armature-space
-  poses, so the motion is unchanged). Forward is detected on that standing pose: where the body faces
+  replaced by the sampled pose that stands best (`core/standing.py`, which the add-on also reads the
+  target rig's own animation with; `core.rig.posed_rig`: the same armature-space poses, so the motion
+  is unchanged). Forward is detected on that standing pose: where the body faces
   there, by its side names and toes.
 * **Units.** The standing height in file units. glTF is metres by specification; for a BVH the unit
   is a guess from that height for a body of human size (for the report only: retargeting works in body
@@ -31,17 +32,17 @@ numpy only.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.canonical import CanonicalFrame, axis_name, detect_canonical_frame, rank_orientations
+from ..core.canonical import CanonicalFrame, axis_name, detect_canonical_frame
 from ..core.motion import Motion, forward_kinematics, motion_from_world_transforms
 from ..core.rest_pose_cues import body_joints
 from ..core.rig import Rig, posed_rig
 from ..core.rotations import quat_identity
 from ..core.skinning import SkinnedMesh
+from ..core.standing import SAMPLED_POSES, choose_standing_pose, sampled_frames
 from .feet import feet_to_ground, foot_soles, hold_feet, lift_soles, mapped_feet
 from .retargeter import (
     RetargetPair,
@@ -53,9 +54,6 @@ from .retargeter import (
     target_pose,
 )
 
-SAMPLED_POSES = 24  # poses spread over the clip, besides its first four (a take's opening T-pose)
-REST_AGREES = 0.25  # a rest that stands along the up axis of this share of the poses is kept
-TALLEST = 0.95  # a standing pose's centre is at least this share of the clip's highest above its feet
 HUMAN_HEIGHT = 1.7  # metres: what a BVH's unit is guessed from
 # Units a motion file may be in, metres per unit; "CMU" is the CMU database's 0.45 inch.
 UNITS = {"m": 1.0, "dm": 0.1, "cm": 0.01, "mm": 0.001, "in": 0.0254, "ft": 0.3048, "CMU": 0.0254 / 0.45}
@@ -96,32 +94,12 @@ def guess_unit(height: float) -> str | None:
     return name if abs(np.log(height * factor / HUMAN_HEIGHT)) <= np.log(UNIT_TOLERANCE) else None
 
 
-def _sampled(frames: int, count: int) -> list[int]:
-    spread = np.linspace(0, frames - 1, count).round().astype(int).tolist()
-    return sorted(set(range(min(4, frames))) | set(spread))
-
-
 def _standing_height(rig: Rig, frame: CanonicalFrame) -> float:
     """Extent of the body along the frame's up axis, in the rig's own units."""
     joints = body_joints(rig)
     points = np.concatenate([rig.heads[joints], rig.tails[joints]])
     along = points @ frame.rotation[2]
     return float(along.max() - along.min())
-
-
-def _standing_frame(rig: Rig, pose: np.ndarray, frames: list[int], best: dict,
-                    world_matrix: np.ndarray | None) -> int:
-    """Of the sampled frames that stand along the voted up axis, one that stands tallest (the body's
-    centre within TALLEST of its highest above the lowest joint: not sitting, crouching, hanging from
-    a bar with the legs tucked), and of those the one whose canonical cues are strongest."""
-    joints = body_joints(rig)
-    lift = {}
-    for f in frames:
-        up = detect_canonical_frame(posed_rig(rig, pose[f]), world_matrix, up=best[f][0]).rotation[2]
-        heights = pose[f, joints, :3, 3] @ up
-        lift[f] = float(heights.mean() - heights.min())
-    tallest = max(lift.values())
-    return max((f for f in frames if lift[f] >= TALLEST * tallest), key=lambda f: best[f][2])
 
 
 def read_conventions(rig: Rig, motion: Motion, world_matrix: np.ndarray | None = None,
@@ -132,16 +110,13 @@ def read_conventions(rig: Rig, motion: Motion, world_matrix: np.ndarray | None =
     guessed from the height."""
     motion.check_rig(rig)
     pose = forward_kinematics(rig, motion)
-    frames = _sampled(motion.frame_count, samples)
-    best = {f: rank_orientations(posed_rig(rig, pose[f]), world_matrix)[0] for f in frames}
-    votes = Counter(best[f][0] for f in frames)
-    rest_up = rank_orientations(rig, world_matrix)[0][0]
-    if votes[rest_up] >= REST_AGREES * len(frames):
-        up, reference, standing, clip = rest_up, None, rig, motion
+    frames = sampled_frames(0, motion.frame_count - 1, samples)
+    choice = choose_standing_pose(rig, pose[frames], world_matrix)
+    up, votes = choice.up, choice.votes
+    if choice.sample is None:
+        reference, standing, clip = None, rig, motion
     else:
-        strength = {label: sum(best[f][2] for f in frames if best[f][0] == label) for label in votes}
-        up = max(votes, key=lambda label: (votes[label], strength[label]))
-        reference = _standing_frame(rig, pose, [f for f in frames if best[f][0] == up], best, world_matrix)
+        reference = frames[choice.sample]
         standing = posed_rig(rig, pose[reference])
         clip = motion_from_world_transforms(standing, pose, motion.fps)
     frame = detect_canonical_frame(standing, world_matrix, up=up)

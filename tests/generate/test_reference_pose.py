@@ -6,8 +6,10 @@ import numpy as np
 from artist_rigs import biped_with_foot_controls
 
 from kirin.kirin_addon.core.motion import Motion, forward_kinematics
+from kirin.kirin_addon.core.rig import posed_rig
 from kirin.kirin_addon.core.rotations import quat_about
-from kirin.kirin_addon.generate.reference_pose import posed_rig, sample_frames, standing_score
+from kirin.kirin_addon.core.standing import choose_standing_pose, sampled_frames
+from kirin.kirin_addon.generate.reference_pose import standing_score
 
 
 def _pose(rig, lift: float) -> np.ndarray:
@@ -38,6 +40,34 @@ def test_a_rig_without_legs_does_not_stand():
 
 
 def test_the_frames_tried_start_with_the_first_few():
-    frames = sample_frames(1, 200)
+    frames = sampled_frames(1, 200)
     assert frames[:4] == [1, 2, 3, 4] and frames[-1] == 200 and len(frames) <= 28
-    assert sample_frames(5, 6) == [5, 6]
+    assert sampled_frames(5, 6) == [5, 6]
+
+
+def _lying(rig):
+    """The rig with its rest turned onto its back (up along +Y): a rest that does not stand."""
+    turn = np.eye(4)
+    turn[:3, :3] = [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]]
+    return rig.transformed(turn)
+
+
+def test_of_the_poses_that_stand_the_most_neutral_is_stood_on():
+    rig = biped_with_foot_controls()
+    lying = _lying(rig)
+    poses = np.array([_pose(rig, 0.6), _pose(rig, 0.3), _pose(rig, 0.0), _pose(rig, -0.4)])
+    choice = choose_standing_pose(lying, poses, stance=standing_score)
+    assert choice.up == "+Z" and choice.votes == {"+Z": 4}
+    assert choice.sample == 2  # the feet side by side, not a stride
+    assert choose_standing_pose(lying, poses, up="+Z").sample is not None  # without a stance: by the cues
+    assert choose_standing_pose(lying, poses, up="-X").up is None  # no pose stands along -X
+
+
+def test_a_rest_that_stands_as_the_animation_does_is_kept():
+    rig = biped_with_foot_controls()
+    poses = np.array([_pose(rig, 0.6), _pose(rig, 0.0)])
+    assert choose_standing_pose(rig, poses, stance=standing_score).sample is None
+    # A quarter of the poses lying as the rest does (a moment on its back) keeps the rest too.
+    lying = _lying(rig)
+    on_its_back = np.array([_pose(rig, 0.0)] * 3 + [list(lying.rest)])
+    assert choose_standing_pose(lying, on_its_back, stance=standing_score).sample is None
