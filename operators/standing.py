@@ -64,10 +64,10 @@ def standing_pose(arm: bpy.types.Object, rig: Rig) -> StandingPose | None:
     """The pose to move from where the rest lies another way up than the scene's +Z: with an action, its
     sampled pose that stands up the scene's +Z, of the tallest the one with its feet most nearly side by
     side (kirin_addon/core/standing.py, which reads a motion file's skeleton too); without one, the
-    current pose where it stands up +Z. The pose must stand on legs that pair up. None where the user
-    set the rig's Up, where the rest stands up +Z or as most of the animation does (a moment lying down
-    is not that), or where no pose qualifies (a death clip lies on its side: not the pose to walk
-    from). The scene's frame is put back."""
+    current pose where it stands up +Z on legs that pair up (a flyer's pose may read so). None where
+    the user set the rig's Up, where the rest stands up +Z or as most of the animation does (a moment
+    lying down is not that), or where no pose qualifies (a death clip lies on its side: not the pose to
+    walk from). The scene's frame is put back."""
     if arm.kirin.up_axis != "AUTO":
         return None
     rest_up = target_frame(arm, rig).up_axis
@@ -85,8 +85,10 @@ def standing_pose(arm: bpy.types.Object, rig: Rig) -> StandingPose | None:
         return None
     posed = posed_rig(rig, poses[choice.sample])
     frame = target_frame(arm, posed)
-    if frame.up_axis != WORLD_UP or standing_score(posed.transformed(frame.matrix())) is None:
+    if frame.up_axis != WORLD_UP:
         return None
+    if frames[choice.sample] is None and standing_score(posed.transformed(frame.matrix())) is None:
+        return None  # a pose alone, not an animation standing: on legs that pair up only
     return StandingPose(posed, frame, rest_up, frames[choice.sample])
 
 
