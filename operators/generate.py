@@ -24,6 +24,7 @@ from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 from ..kirin_addon.backend.client import BackendClient
 from ..kirin_addon.backend.results import GenerationResult
 from ..kirin_addon.core.motion import Motion, pin_frames
+from ..kirin_addon.generate.reference_pose import standing_score
 from ..kirin_addon.generate.request import MAX_FRAMES, GenerateRequest, GenerateRequestError
 from . import nla, scene_io
 from .backend_task import BackendOperator, BackendTask, Written, start_task
@@ -117,7 +118,7 @@ def _stand_on_the_pose(request: GenerateInput) -> None:
     """Generate from the pose the scene shows standing where the rest pose lies another way up
     (operators/standing.py); the skin is posed with the bones, so that it still meets the floor."""
     arm = bpy.data.objects[request.armature]
-    standing = standing_pose(arm, request.rig)
+    standing = standing_pose(arm, request.rig, stance=standing_score)
     if standing is None:
         return
     back = np.linalg.inv(request.to_canonical)

@@ -18,7 +18,7 @@ from ..kirin_addon.core.canonical import CanonicalFrame
 from ..kirin_addon.core.motion import Motion, forward_kinematics, motion_from_world_transforms
 from ..kirin_addon.core.rig import Rig, posed_rig
 from ..kirin_addon.core.skinning import SkinnedMesh, linear_blend_skinning, skin_matrices
-from ..kirin_addon.core.standing import choose_standing_pose, sampled_frames
+from ..kirin_addon.core.standing import Stance, choose_standing_pose, sampled_frames
 from ..kirin_addon.generate.reference_pose import standing_score
 from .common import target_frame
 from .scene_io.arrays import object_matrix
@@ -60,14 +60,16 @@ class StandingPose:
         return moved
 
 
-def standing_pose(arm: bpy.types.Object, rig: Rig) -> StandingPose | None:
+def standing_pose(arm: bpy.types.Object, rig: Rig, stance: Stance | None = None) -> StandingPose | None:
     """The pose to move from where the rest lies another way up than the scene's +Z: with an action, its
-    sampled pose that stands up the scene's +Z, of the tallest the one with its feet most nearly side by
-    side (kirin_addon/core/standing.py, which reads a motion file's skeleton too); without one, the
-    current pose where it stands up +Z on legs that pair up (a flyer's pose may read so). None where
-    the user set the rig's Up, where the rest stands up +Z or as most of the animation does (a moment
-    lying down is not that), or where no pose qualifies (a death clip lies on its side: not the pose to
-    walk from). The scene's frame is put back."""
+    sampled pose that stands up the scene's +Z, of the tallest the most neutral by `stance` (Generate
+    Motion: the feet side by side), else the one with the strongest cues (Apply Motion From File: as it
+    reads the file's skeleton, so that a take onto its own skeleton stands on the same pose on both
+    sides; kirin_addon/core/standing.py); without one, the current pose where it stands up +Z on legs
+    that pair up (a flyer's pose may read so). None where the user set the rig's Up, where the rest
+    stands up +Z or as most of the animation does (a moment lying down is not that), or where no pose
+    qualifies (a death clip lies on its side: not the pose to walk from). The scene's frame is put
+    back."""
     if arm.kirin.up_axis != "AUTO":
         return None
     rest_up = target_frame(arm, rig).up_axis
@@ -79,8 +81,7 @@ def standing_pose(arm: bpy.types.Object, rig: Rig) -> StandingPose | None:
     else:
         frames = sampled_frames(*(int(round(v)) for v in anim.action.frame_range))
         poses = _poses_at(arm, rig, frames)
-    choice = choose_standing_pose(rig, np.array(poses), object_matrix(arm), up=WORLD_UP,
-                                  stance=standing_score)
+    choice = choose_standing_pose(rig, np.array(poses), object_matrix(arm), up=WORLD_UP, stance=stance)
     if choice.sample is None:
         return None
     posed = posed_rig(rig, poses[choice.sample])
