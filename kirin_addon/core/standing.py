@@ -59,7 +59,8 @@ def choose_standing_pose(rig: Rig, poses: np.ndarray, world_matrix: np.ndarray |
     far a posed rig (canonical frame) is from a neutral stance, the feet side by side (None: its legs are
     not found): of the tallest poses, the most neutral is taken (a walk's mid-stride pose would bend the
     legs of every frame retargeted from or onto it), else the one with the strongest cues."""
-    best = [rank_orientations(posed_rig(rig, pose), world_matrix)[0] for pose in poses]
+    posed = [posed_rig(rig, pose) for pose in poses]
+    best = [rank_orientations(one, world_matrix)[0] for one in posed]
     votes = Counter(label for label, *_ in best)
     rest_up = rank_orientations(rig, world_matrix)[0][0]
     if votes[rest_up] >= REST_AGREES * len(poses):
@@ -70,10 +71,9 @@ def choose_standing_pose(rig: Rig, poses: np.ndarray, world_matrix: np.ndarray |
     along = [k for k, b in enumerate(best) if b[0] == up]
     if not along:
         return StandingChoice(None, None, dict(votes))
-    frames = {k: detect_canonical_frame(posed_rig(rig, poses[k]), world_matrix, up=up) for k in along}
+    frames = {k: detect_canonical_frame(posed[k], world_matrix, up=up) for k in along}
     tall = _tallest(rig, poses, frames)
-    neutral = {} if stance is None else {k: stance(posed_rig(rig, poses[k]).transformed(frames[k].matrix()))
-                                          for k in tall}
+    neutral = {} if stance is None else {k: stance(posed[k].transformed(frames[k].matrix())) for k in tall}
     neutral = {k: v for k, v in neutral.items() if v is not None}
     if neutral:
         return StandingChoice(up, min(neutral, key=neutral.get), dict(votes))
